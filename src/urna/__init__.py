@@ -1,0 +1,48 @@
+"""urna: offline retrieval in one portable, integrity-checked .urna file.
+
+>>> import urna
+>>> corpus = urna.open("notes.urna")            # every check of the format
+>>> result = corpus.search(vector, k=5)           # exact cosine, ties in file order
+>>> corpus.cite(result.hits[0].citation_id).text  # citations resolve and verify
+"""
+
+from urna.builder import BuildResult, ChunkInput, build
+from urna.cite import Citation, parse_citation
+from urna.corpus import Chunk, Corpus, Section
+from urna.corpus import open_corpus as open
+from urna.errors import (
+    BuildError,
+    CitationError,
+    FileError,
+    FormatError,
+    IntegrityError,
+    QueryError,
+    SourceMismatchError,
+    UrnaError,
+)
+from urna.search.result import Hit, SearchResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BuildError",
+    "BuildResult",
+    "Chunk",
+    "ChunkInput",
+    "Citation",
+    "CitationError",
+    "Corpus",
+    "FileError",
+    "FormatError",
+    "Hit",
+    "IntegrityError",
+    "QueryError",
+    "SearchResult",
+    "Section",
+    "SourceMismatchError",
+    "UrnaError",
+    "__version__",
+    "build",
+    "open",
+    "parse_citation",
+]

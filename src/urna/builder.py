@@ -1,0 +1,248 @@
+"""``urna.build``: validate chunks and vectors, normalize, and write a .urna file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import zstandard
+
+from urna.errors import BuildError
+from urna.format import embeddings as emb
+from urna.format import manifest as manifest_rules
+from urna.format import sections as payloads
+from urna.format.identity import chunk_id, citation_id, content_hash
+from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
+from urna.format.reader import Container
+from urna.format.writer import SectionPayload, write_container
+
+Dtype = Literal["float32", "float16", "int8"]
+ZSTD_LEVEL = 9
+U64_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class ChunkInput:
+    """One chunk to write: its canonical text, where it came from, and (optionally) its vector."""
+
+    text: str
+    source_uri: str
+    byte_start: int
+    byte_end: int
+    embedding: Sequence[float] | np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    path: Path
+    n_chunks: int
+    size: int
+    file_hash: str
+    content_hash: str
+    chunk_ids: list[str]
+
+    def citation(self, i: int) -> str:
+        return citation_id(self.content_hash, self.chunk_ids[i])
+
+
+def _field(chunk: ChunkInput | Mapping[str, Any], name: str, i: int) -> Any:
+    if isinstance(chunk, Mapping):
+        if name not in chunk:
+            if name == "embedding":
+                return None
+            raise BuildError(f"chunk {i} is missing field {name!r}")
+        return chunk[name]
+    return getattr(chunk, name)
+
+
+def _span(value: Any, name: str, i: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise BuildError(f"chunk {i} {name} must be an integer, got {value!r}")
+    value = int(value)
+    if not 0 <= value <= U64_MAX:
+        raise BuildError(f"chunk {i} {name} must be in [0, 2^64), got {value}")
+    return value
+
+
+def _text(value: Any, name: str, i: int) -> str:
+    if not isinstance(value, str):
+        raise BuildError(f"chunk {i} {name} must be a string, got {type(value).__name__}")
+    if not value:
+        raise BuildError(f"chunk {i} {name} is empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BuildError(f"chunk {i} {name} is not valid Unicode: {exc.reason}") from None
+    return value
+
+
+def _matrix(rows: list[Any], embeddings: Any, n: int, dim: int | None) -> np.ndarray:
+    if embeddings is not None:
+        if any(r is not None for r in rows):
+            raise BuildError("give embeddings either per chunk or as one matrix, not both")
+        try:
+            m = np.asarray(embeddings, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise BuildError(f"embeddings are not a numeric matrix: {exc}") from None
+        if m.ndim != 2 or m.shape[0] != n:
+            raise BuildError(f"embeddings must have shape ({n}, dim), got {m.shape}")
+    else:
+        missing = [i for i, r in enumerate(rows) if r is None]
+        if missing:
+            raise BuildError(f"chunk {missing[0]} has no embedding")
+        width = dim if dim is not None else len(rows[0])
+        m = np.empty((n, width), dtype=np.float64)
+        for i, row in enumerate(rows):
+            try:
+                vec = np.asarray(row, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise BuildError(f"chunk {i} embedding is not a list of numbers") from None
+            if vec.ndim != 1 or len(vec) != width:
+                raise BuildError(
+                    f"chunk {i} embedding dimension mismatch: expected {width}, got {vec.size}"
+                )
+            m[i] = vec
+    if dim is not None and m.shape[1] != dim:
+        raise BuildError(f"embedding dimension mismatch: expected {dim}, got {m.shape[1]}")
+    if m.shape[1] == 0:
+        raise BuildError("embedding dimension must be > 0")
+    bad = np.flatnonzero(~np.isfinite(m).all(axis=1))
+    if len(bad):
+        raise BuildError(f"chunk {bad[0]} embedding holds NaN or Inf")
+    norms = np.linalg.norm(m, axis=1)
+    zero = np.flatnonzero(norms == 0)
+    if len(zero):
+        raise BuildError(f"chunk {zero[0]} embedding has zero norm")
+    normalized = (m / norms[:, None]).astype(np.float32)
+    return normalized
+
+
+def build(
+    path: str | os.PathLike[str],
+    chunks: Iterable[ChunkInput | Mapping[str, Any]],
+    *,
+    model: str,
+    model_hash: str,
+    chunker_version: str,
+    dim: int | None = None,
+    embeddings: Any = None,
+    dtype: Dtype = "float32",
+    compression: Literal["zstd"] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    created: str | None = None,
+    extra_manifest: Mapping[str, Any] | None = None,
+) -> BuildResult:
+    """Write ``chunks`` to a new .urna file at ``path``, atomically.
+
+    Vectors come per chunk (``embedding``) or as one ``embeddings`` matrix; they
+    are checked (dimension, finite, non-zero) and L2-normalized. The same input
+    gives the same bytes: nothing time- or machine-dependent is written unless
+    ``created`` is given.
+    """
+    items = list(chunks)
+    if not items:
+        raise BuildError("no chunks to write: a .urna file holds at least one")
+    for name, value in (("model", model), ("chunker_version", chunker_version)):
+        if not isinstance(value, str) or not value:
+            raise BuildError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(model_hash, str) or not manifest_rules.HASH_RE.fullmatch(model_hash):
+        raise BuildError(f"model_hash must be sha256:<64 lowercase hex>, got {model_hash!r}")
+    if dtype not in ("float32", "float16", "int8"):
+        raise BuildError(f"dtype must be float32, float16 or int8, got {dtype!r}")
+    if compression not in (None, "zstd"):
+        raise BuildError(f"compression must be None or 'zstd', got {compression!r}")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+        raise BuildError(f"dim must be a positive integer, got {dim!r}")
+
+    texts, uris, starts, ends, ids, rows = [], [], [], [], [], []
+    seen: dict[str, int] = {}
+    for i, chunk in enumerate(items):
+        text = _text(_field(chunk, "text", i), "text", i)
+        uri = _text(_field(chunk, "source_uri", i), "source_uri", i)
+        start = _span(_field(chunk, "byte_start", i), "byte_start", i)
+        end = _span(_field(chunk, "byte_end", i), "byte_end", i)
+        if end < start:
+            raise BuildError(f"chunk {i} byte_end {end} is before byte_start {start}")
+        cid = chunk_id(text, uri, start, end, chunker_version)
+        if cid in seen:
+            raise BuildError(f"chunk {i} repeats chunk {seen[cid]} (same text, source and span)")
+        seen[cid] = i
+        texts.append(text.encode("utf-8"))
+        uris.append(uri.encode("utf-8"))
+        starts.append(start)
+        ends.append(end)
+        ids.append(cid)
+        rows.append(_field(chunk, "embedding", i))
+    n = len(items)
+    matrix = _matrix(rows, embeddings, n, dim)
+    dim = int(matrix.shape[1])
+
+    manifest: dict[str, Any] = {
+        "format_version": 1,
+        "schema_version": 1,
+        "embedding_model": model,
+        "embedding_dim": dim,
+        "n_chunks": n,
+        "dtype": dtype,
+        "metric": "ip",
+        "score_type": "cosine",
+        "normalize": "l2",
+        "index_type": "exact",
+        "rerank_policy": "none",
+        "model_hash": model_hash,
+        "chunker_version": chunker_version,
+        "capabilities": {
+            "supports_exact": True,
+            "supports_ann": False,
+            "supports_bm25": False,
+            "supports_citations": True,
+            "supports_reproducible_build": created in (None, manifest_rules.REPRODUCIBLE_CREATED),
+        },
+        "title": title,
+        "description": description,
+        "created": created,
+    }
+    for key, value in (extra_manifest or {}).items():
+        if key in manifest:
+            raise BuildError(f"extra manifest key {key!r} collides with a standard key")
+        manifest[key] = value
+    manifest = manifest_rules.ordered(manifest)
+    try:
+        manifest_rules.validate(manifest)
+    except Exception as exc:  # a FormatError here means the caller's values break a rule
+        raise BuildError(str(exc)) from None
+
+    decoded = {
+        SectionId.CHUNK_IDS: payloads.encode_strings([c.encode("ascii") for c in ids]),
+        SectionId.CHUNKS_CANONICAL: payloads.encode_strings(texts),
+        SectionId.CHUNKS_ORIGINAL_SPANS: payloads.encode_spans(uris, starts, ends),
+        SectionId.EMBEDDINGS: emb.encode(matrix, ENCODING_OF_DTYPE[dtype]),
+        SectionId.PROVENANCE: payloads.encode_json(dict(provenance or {})),
+        SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
+    }
+    sections = []
+    for sid, data in decoded.items():
+        if sid == SectionId.EMBEDDINGS:
+            sections.append(SectionPayload(sid, ENCODING_OF_DTYPE[dtype], data))
+        elif compression == "zstd":
+            packed = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False).compress(data)
+            sections.append(SectionPayload(sid, Encoding.ZSTD, packed))
+        else:
+            sections.append(SectionPayload(sid, Encoding.RAW, data))
+    size = write_container(path, manifest, sections, dim=dim, n_chunks=n, n_embeddings=n)
+    with Container(path) as written:  # what was written must open with every check
+        file_hash = written.file_hash
+    return BuildResult(
+        path=Path(path),
+        n_chunks=n,
+        size=size,
+        file_hash=file_hash,
+        content_hash=content_hash((section_name(sid), data) for sid, data in decoded.items()),
+        chunk_ids=ids,
+    )

@@ -1,0 +1,67 @@
+"""Citations: ``urna://<content_hash>/<chunk_id>``, parsed, resolved and checked at the source."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from urna.errors import CitationError, SourceMismatchError
+
+CITATION_RE = re.compile(r"urna://(sha256:[0-9a-f]{64})/(sha256:[0-9a-f]{64})")
+
+
+@dataclass(frozen=True)
+class Citation:
+    content_hash: str
+    chunk_id: str
+
+    def __str__(self) -> str:
+        return f"urna://{self.content_hash}/{self.chunk_id}"
+
+
+def parse_citation(text: str) -> Citation:
+    match = CITATION_RE.fullmatch(text.strip())
+    if not match:
+        raise CitationError(
+            f"invalid citation: expected urna://sha256:<64 hex>/sha256:<64 hex>, got {text!r}"
+        )
+    return Citation(match.group(1), match.group(2))
+
+
+def resolve_source(source_uri: str, root: Path) -> Path:
+    """The local file a source_uri names: a ``file://`` URI, an absolute path, or relative to root."""
+    if source_uri.startswith("file://"):
+        return Path(unquote(urlparse(source_uri).path))
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source_uri):
+        raise CitationError(f"source {source_uri} is not a local file, so it cannot be re-read")
+    path = Path(source_uri)
+    return path if path.is_absolute() else root / path
+
+
+def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -> None:
+    """Re-read bytes [byte_start, byte_end) of ``path``; raise unless they equal ``expected``."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if byte_end > size:
+                raise SourceMismatchError(
+                    f"source span mismatch: {path} has {size} bytes, the span ends at {byte_end}"
+                )
+            handle.seek(byte_start)
+            actual = handle.read(byte_end - byte_start)
+    except FileNotFoundError:
+        raise CitationError(f"source not found: {path}") from None
+    except IsADirectoryError:
+        raise CitationError(f"source is a directory: {path}") from None
+    except PermissionError:
+        raise CitationError(f"source not readable: {path}") from None
+    if actual != expected:
+        at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+        where = f"first difference at byte {byte_start + at}" if at is not None else "lengths differ"
+        raise SourceMismatchError(
+            f"source span mismatch: bytes {byte_start}-{byte_end} of {path} differ from the stored "
+            f"text ({where})"
+        )

@@ -1,0 +1,120 @@
+"""Text the CLI prints: the hit block, stats, inspect and cite, each built as one string."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from urna.corpus import Chunk, Corpus
+from urna.search.result import SearchResult
+
+KEY_WIDTH = 14
+
+
+def kv(key: str, value: Any) -> str:
+    """``key:`` left-aligned in a 14-character field, then the value."""
+    return f"{key + ':':<{KEY_WIDTH}}{value}"
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def hit_block(result: SearchResult, *, space: str | None = None) -> str:
+    lines = [kv("space", space)] if space is not None else []
+    lines += [
+        kv("index_type", result.index_type),
+        kv("recall", result.recall),
+        kv("truncated", _bool(result.truncated)),
+        kv("k_requested", result.k_requested),
+        kv("k_returned", result.k_returned),
+        kv("query_time", f"{result.query_time_ms:.3f} ms"),
+        "hits:",
+    ]
+    for h in result.hits:
+        lines.append(
+            f"  [{h.rank:>3}] chunk_id={h.chunk_id} score={h.score:.6f} "
+            f"score_type={h.score_type} source_uri={h.source_uri} "
+            f"offset={h.byte_start}-{h.byte_end} model={h.model} index_type={h.index_type} "
+            f"reranked={_bool(h.reranked)} file_hash={h.file_hash} "
+            f"content_hash={h.content_hash} citation_id={h.citation_id}"
+        )
+    return "\n".join(lines)
+
+
+def _manifest_lines(corpus: Corpus) -> list[str]:
+    m = corpus.manifest
+    lines = [
+        kv("file", corpus.path),
+        kv("format", f"{m['format_version']} (schema {m['schema_version']})"),
+        kv("model", m["embedding_model"]),
+        kv("model_hash", m["model_hash"] + ("  (placeholder)" if corpus.has_placeholder_model_hash else "")),
+        kv("dim", m["embedding_dim"]),
+        kv("chunks", m["n_chunks"]),
+        kv("dtype", m["dtype"]),
+        kv("metric", m["metric"]),
+        kv("score_type", m["score_type"]),
+        kv("normalize", m["normalize"]),
+        kv("index_type", m["index_type"]),
+        kv("rerank", m["rerank_policy"]),
+        kv("chunker", m["chunker_version"]),
+    ]
+    for key in ("title", "version", "created", "description", "license"):
+        if key in m:
+            lines.append(kv(key, m[key]))
+    caps = [k.removeprefix("supports_") for k, v in m["capabilities"].items() if v]
+    lines.append(kv("capabilities", ", ".join(caps) or "none"))
+    lines.append(kv("file_size", f"{corpus.size} bytes"))
+    return lines
+
+
+def _hash_lines(corpus: Corpus) -> list[str]:
+    return [kv("file_hash", corpus.file_hash), kv("content_hash", corpus.content_hash)]
+
+
+def stats(corpus: Corpus) -> str:
+    lines = _manifest_lines(corpus)
+    sections = corpus.sections()
+    lines.append(kv("sections", len(sections)))
+    for s in sections:
+        lines.append(f"  0x{s.id:02X} {s.name} encoding={s.encoding} {s.size} bytes")
+    lines.append(kv("spaces", "none"))
+    lines += _hash_lines(corpus)
+    return "\n".join(lines)
+
+
+def inspect(corpus: Corpus) -> str:
+    lines = _manifest_lines(corpus)
+    sections = corpus.sections()
+    lines.append(kv("sections", len(sections)))
+    lines.append("  id    name                   encoding  offset      size        checksum")
+    for s in sections:
+        lines.append(
+            f"  0x{s.id:02X}  {s.name:<22} {s.encoding:<9} {s.offset:<11} {s.size:<11} {s.checksum}"
+        )
+    lines.append(kv("spaces", "none"))
+    lines.append(kv("provenance", _compact(corpus.provenance)))
+    lines += _hash_lines(corpus)
+    return "\n".join(lines)
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def cite(corpus: Corpus, chunk: Chunk, extra: Iterable[tuple[str, Any]] = ()) -> str:
+    lines = [
+        kv("citation_id", chunk.citation_id),
+        kv("file", corpus.path),
+        kv("file_hash", corpus.file_hash),
+        kv("content_hash", corpus.content_hash),
+        kv("chunk_id", chunk.chunk_id),
+        kv("source_uri", chunk.source_uri),
+        kv("byte_start", chunk.byte_start),
+        kv("byte_end", chunk.byte_end),
+    ]
+    lines += [kv(k, v) for k, v in extra]
+    lines += ["text:", chunk.text]
+    return "\n".join(lines)

@@ -1,0 +1,290 @@
+"""``urna.open``: a verified .urna file you can search, cite and inspect."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.cite import Citation, parse_citation, resolve_source, verify_source
+from urna.errors import CitationError
+from urna.format.audit import AuditReport, audit
+from urna.format.identity import citation_id
+from urna.format.layout import REQUIRED_SECTIONS
+from urna.format.manifest import PLACEHOLDER_MODEL_HASH
+from urna.format.reader import Container, Verify
+from urna.search.exact import exact_top_k
+from urna.search.query import check_k, prepare
+from urna.search.result import RECALL_EXACT, Hit, SearchResult
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A stored chunk: its place in the file, its identity, its text and its source span."""
+
+    ordinal: int
+    chunk_id: str
+    text: str
+    source_uri: str
+    byte_start: int
+    byte_end: int
+    citation_id: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """One entry of the section table."""
+
+    id: int
+    name: str
+    encoding: str
+    offset: int
+    size: int
+    checksum: str
+
+
+class Corpus:
+    """A .urna file opened for reading. Create it with :func:`urna.open`."""
+
+    def __init__(self, container: Container) -> None:
+        self._c = container
+        self.manifest: dict[str, Any] = dict(container.manifest)
+        self._id_index: dict[bytes, int] | None = None
+
+    # --- what the file is ----------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._c.path
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.manifest["n_chunks"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["embedding_dim"])
+
+    @property
+    def model(self) -> str:
+        return str(self.manifest["embedding_model"])
+
+    @property
+    def model_hash(self) -> str:
+        return str(self.manifest["model_hash"])
+
+    @property
+    def has_placeholder_model_hash(self) -> bool:
+        return self.model_hash == PLACEHOLDER_MODEL_HASH
+
+    @property
+    def dtype(self) -> str:
+        return str(self.manifest["dtype"])
+
+    @property
+    def index_type(self) -> str:
+        return str(self.manifest["index_type"])
+
+    @property
+    def size(self) -> int:
+        return self._c.size
+
+    @property
+    def file_hash(self) -> str:
+        return self._c.file_hash
+
+    @property
+    def content_hash(self) -> str:
+        return self._c.content_hash
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return dict(self._c.provenance)
+
+    @property
+    def search_contract(self) -> dict[str, Any]:
+        return dict(self._c.search_contract)
+
+    @property
+    def verified(self) -> Verify:
+        return self._c.verify
+
+    def sections(self) -> list[Section]:
+        return [
+            Section(
+                id=e.section_id,
+                name=e.name,
+                encoding=e.encoding.label,
+                offset=e.offset,
+                size=e.size,
+                checksum=e.checksum.hex(),
+            )
+            for e in sorted(self._c.entries.values(), key=lambda e: e.section_id)
+        ]
+
+    # --- chunks --------------------------------------------------------------
+
+    def chunk_id(self, i: int) -> str:
+        return self._c.chunk_id_rows[i].tobytes().decode("ascii")
+
+    def chunk(self, i: int) -> Chunk:
+        if not 0 <= i < self.n_chunks:
+            raise IndexError(f"chunk ordinal {i} out of range [0, {self.n_chunks})")
+        cid = self.chunk_id(i)
+        spans = self._c.spans
+        return Chunk(
+            ordinal=i,
+            chunk_id=cid,
+            text=self._c.texts[i],
+            source_uri=spans.uris[i],
+            byte_start=int(spans.byte_start[i]),
+            byte_end=int(spans.byte_end[i]),
+            citation_id=citation_id(self.content_hash, cid),
+        )
+
+    def text_bytes(self, i: int) -> bytes:
+        return self._c.texts.raw(i)
+
+    def embedding(self, i: int) -> np.ndarray:
+        """Row i as stored, dequantized to float32."""
+        return self._c.matrix.rows(slice(i, i + 1))[0]
+
+    def find(self, chunk_id: str) -> int | None:
+        """The ordinal of a chunk id, or None."""
+        target = np.frombuffer(chunk_id.encode("ascii", "replace"), dtype=np.uint8)
+        rows = self._c.chunk_id_rows
+        if len(target) != rows.shape[1]:
+            return None
+        # First a cheap filter on 8 bytes of the hex digest, then an exact compare.
+        probe = np.flatnonzero(np.all(rows[:, 7:15] == target[7:15], axis=1))
+        for i in probe:
+            if np.array_equal(rows[i], target):
+                return int(i)
+        return None
+
+    # --- search and cite -----------------------------------------------------
+
+    def search(self, query: Sequence[float] | np.ndarray, k: int = 10) -> SearchResult:
+        """Exact cosine search: every chunk scored, the top ``k`` returned, ties in file order."""
+        t0 = time.perf_counter()
+        k = check_k(k)
+        q = prepare(query, self.dim)
+        idx, scores = exact_top_k(self._c.matrix, q, k)
+        hits = self._hits(idx, scores, index_type="exact", reranked=False)
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("exact", RECALL_EXACT, k, self.n_chunks, elapsed, hits)
+
+    def _hits(
+        self, idx: np.ndarray, scores: np.ndarray, *, index_type: str, reranked: bool
+    ) -> list[Hit]:
+        content, fh, model = self.content_hash, self.file_hash, self.model
+        hits = []
+        for rank, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True), 1):
+            c = self.chunk(i)
+            hits.append(
+                Hit(
+                    rank=rank,
+                    ordinal=i,
+                    chunk_id=c.chunk_id,
+                    score=float(score),
+                    score_type="cosine",
+                    source_uri=c.source_uri,
+                    byte_start=c.byte_start,
+                    byte_end=c.byte_end,
+                    text=c.text,
+                    model=model,
+                    index_type=index_type,
+                    reranked=reranked,
+                    file_hash=fh,
+                    content_hash=content,
+                    citation_id=c.citation_id,
+                )
+            )
+        return hits
+
+    def cite(self, citation: str | Citation) -> Chunk:
+        """Resolve a citation in this file; its content_hash must be this file's."""
+        cit = parse_citation(citation) if isinstance(citation, str) else citation
+        if cit.content_hash != self.content_hash:
+            raise CitationError(
+                f"content_hash mismatch: the citation names {cit.content_hash}, "
+                f"this file has {self.content_hash}"
+            )
+        i = self.find(cit.chunk_id)
+        if i is None:
+            raise CitationError(f"chunk not found: {cit.chunk_id}")
+        return self.chunk(i)
+
+    def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
+        """Check that the source's bytes in the chunk's span equal its stored text.
+
+        Relative source_uris are resolved against ``root``, by default the
+        folder that holds this .urna file. Returns the path that was read.
+        """
+        base = Path(root) if root is not None else self.path.resolve().parent
+        path = resolve_source(chunk.source_uri, base)
+        verify_source(path, chunk.byte_start, chunk.byte_end, self.text_bytes(chunk.ordinal))
+        return path
+
+    # --- the whole picture -----------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """Everything ``urna stats`` and ``urna inspect --json`` show."""
+        return {
+            "path": str(self.path),
+            "file_size": self.size,
+            "file_hash": self.file_hash,
+            "content_hash": self.content_hash,
+            "verified": self.verified,
+            "manifest": self.manifest,
+            "provenance": self.provenance,
+            "search_contract": self.search_contract,
+            "sections": [
+                {
+                    "id": s.id,
+                    "id_hex": f"0x{s.id:02X}",
+                    "name": s.name,
+                    "encoding": s.encoding,
+                    "offset": s.offset,
+                    "size": s.size,
+                    "checksum": s.checksum,
+                    "required": s.id in REQUIRED_SECTIONS,
+                }
+                for s in self.sections()
+            ],
+            "spaces": [],
+        }
+
+    def validate(self) -> AuditReport:
+        """Recompute every chunk id, check they are unique, and walk every vector for NaN/Inf."""
+        return audit(self._c)
+
+    def close(self) -> None:
+        self._c.close()
+
+    def __enter__(self) -> Corpus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<urna.Corpus {self.path} chunks={self.n_chunks} dim={self.dim} model={self.model}>"
+
+
+def open_corpus(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus:
+    """Open and check a .urna file.
+
+    ``verify="full"`` (default) runs every check of the format, hashes
+    included; ``verify="trusted"`` runs the structural checks only, for a
+    caller that fully verified this same file before.
+    """
+    return Corpus(Container(path, verify=verify))
+
+
+

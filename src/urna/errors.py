@@ -1,0 +1,59 @@
+"""The exception tree. Every error urna raises on purpose is an ``UrnaError``.
+
+::
+
+    UrnaError
+    ├── FileError            a path is missing, a directory, or unreadable
+    ├── FormatError          the file is not a valid .urna v1 container
+    │   └── IntegrityError   a checksum or hash does not match the bytes
+    ├── QueryError           a query (vector, k) is malformed
+    ├── CitationError        a citation is malformed or does not resolve
+    │   └── SourceMismatchError  the cited source bytes no longer match
+    └── BuildError           the input to a build is invalid
+
+Each message is one line that says what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+
+class UrnaError(Exception):
+    """Root of every error urna raises on purpose."""
+
+
+class FileError(UrnaError):
+    """A path is missing, is a directory, or cannot be read."""
+
+
+class FormatError(UrnaError):
+    """The file is not a valid .urna v1 container.
+
+    ``check`` is the number of the failed open check (see docs/format.md) and
+    ``section`` names the part of the file it concerns.
+    """
+
+    def __init__(self, message: str, *, check: int, section: str) -> None:
+        self.reason = message
+        self.check = check
+        self.section = section
+        super().__init__(f"{message} (check {check}, {section})")
+
+
+class IntegrityError(FormatError):
+    """A checksum or hash stored in the file does not match its bytes."""
+
+
+class QueryError(UrnaError):
+    """A query is malformed: bad JSON, wrong dimension, NaN, zero norm, bad k."""
+
+
+class CitationError(UrnaError):
+    """A citation is malformed, or does not resolve in this file."""
+
+
+class SourceMismatchError(CitationError):
+    """The source file's bytes in the cited span differ from the stored text."""
+
+
+class BuildError(UrnaError):
+    """The input to a build is invalid (dimension, NaN, spans, empty...)."""

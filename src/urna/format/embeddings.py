@@ -1,0 +1,152 @@
+"""Embedding matrices: float32 (raw), float16 and int8 payloads, viewed without copying.
+
+int8 layout: u32 version = 1, u32 scale_kind = 0, n float32 per-row scales,
+then n*dim int8 row-major; scale = max|v| / 127, q = clamp(round(v / scale),
+-127, 127) with round half away from zero; an all-zero row gets scale 1.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from urna.format.layout import Encoding
+
+INT8_HEADER = struct.Struct("<II")
+INT8_VERSION = 1
+INT8_SCALE_KIND = 0
+
+# Rows per block when a quantized matrix is dequantized on the fly (~16 MiB of float32 at dim 256).
+BLOCK_ROWS = 16384
+
+
+def expected_size(encoding: Encoding, n: int, dim: int) -> int:
+    if encoding == Encoding.RAW:
+        return n * dim * 4
+    if encoding == Encoding.FLOAT16:
+        return n * dim * 2
+    if encoding == Encoding.INT8:
+        return INT8_HEADER.size + n * 4 + n * dim
+    raise ValueError(f"no embedding layout for encoding {encoding.label}")
+
+
+def quantize_int8(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row symmetric int8 quantization of a float32 matrix: (scales, codes)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    maxabs = np.max(np.abs(m), axis=1) if m.shape[1] else np.zeros(len(m), np.float32)
+    scales = (maxabs / np.float32(127.0)).astype(np.float32)
+    scales[maxabs == 0] = np.float32(1.0)
+    scaled = m / scales[:, None]
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + np.float32(0.5))
+    codes = np.clip(rounded, -127, 127).astype(np.int8)
+    return scales, codes
+
+
+def encode(matrix: np.ndarray, encoding: Encoding) -> bytes:
+    """The payload bytes of a float32 (n, dim) matrix in ``encoding``."""
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    if encoding == Encoding.RAW:
+        return m.astype("<f4", copy=False).tobytes()
+    if encoding == Encoding.FLOAT16:
+        return m.astype("<f2").tobytes()
+    if encoding == Encoding.INT8:
+        scales, codes = quantize_int8(m)
+        header = INT8_HEADER.pack(INT8_VERSION, INT8_SCALE_KIND)
+        return header + scales.astype("<f4").tobytes() + codes.tobytes()
+    raise ValueError(f"embeddings cannot be written as {encoding.label}")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """An (n, dim) embedding matrix viewed straight from the file's bytes.
+
+    ``values`` is float32, float16 or int8; int8 rows are multiplied by
+    ``scales``. Nothing here copies the matrix: blocks are dequantized as
+    they are scored.
+    """
+
+    encoding: Encoding
+    values: np.ndarray
+    scales: np.ndarray | None
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.values.shape[1])
+
+    @property
+    def dtype(self) -> str:
+        return {Encoding.RAW: "float32", Encoding.FLOAT16: "float16", Encoding.INT8: "int8"}[
+            self.encoding
+        ]
+
+    def rows(self, index: np.ndarray | slice) -> np.ndarray:
+        """Selected rows as float32 (dequantized)."""
+        block = self.values[index].astype(np.float32)
+        if self.scales is not None:
+            block *= self.scales[index][..., None] if block.ndim == 2 else self.scales[index]
+        return block
+
+    def blocks(self, block_rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float32 block) pairs covering the matrix in order."""
+        for start in range(0, self.n, block_rows):
+            yield start, self.rows(slice(start, start + block_rows))
+
+    def dot(self, query: np.ndarray) -> np.ndarray:
+        """Scores of every row against a float32 query: one matrix-vector product."""
+        q = np.asarray(query, dtype=np.float32)
+        if self.encoding == Encoding.RAW:
+            return self.values @ q
+        out = np.empty(self.n, dtype=np.float32)
+        for start in range(0, self.n, BLOCK_ROWS):
+            stop = min(start + BLOCK_ROWS, self.n)
+            np.matmul(self.values[start:stop].astype(np.float32), q, out=out[start:stop])
+        if self.scales is not None:
+            out *= self.scales
+        return out
+
+    def first_non_finite(self) -> int | None:
+        """Index of the first row holding NaN or Inf (for int8: a bad scale), or None."""
+        if self.scales is not None:
+            bad = np.flatnonzero(~np.isfinite(self.scales))
+            return int(bad[0]) if len(bad) else None
+        # NaN and Inf are the values whose exponent bits are all ones.
+        if self.encoding == Encoding.RAW:
+            bits, mask = self.values.view(np.uint32), np.uint32(0x7F800000)
+        else:
+            bits, mask = self.values.view(np.uint16), np.uint16(0x7C00)
+        step = max(1, (1 << 22) // max(1, self.dim))
+        for start in range(0, self.n, step):
+            block = bits[start : start + step]
+            hit = np.bitwise_and(block, mask) == mask
+            if hit.any():
+                return start + int(np.flatnonzero(hit.any(axis=1))[0])
+        return None
+
+
+def view(payload: memoryview, encoding: Encoding, n: int, dim: int) -> Matrix:
+    """View a payload whose size has already been checked against (encoding, n, dim)."""
+    if encoding == Encoding.RAW:
+        values = np.frombuffer(payload, dtype="<f4", count=n * dim).reshape(n, dim)
+        return Matrix(encoding, values, None)
+    if encoding == Encoding.FLOAT16:
+        values = np.frombuffer(payload, dtype="<f2", count=n * dim).reshape(n, dim)
+        return Matrix(encoding, values, None)
+    if encoding == Encoding.INT8:
+        scales = np.frombuffer(payload, dtype="<f4", count=n, offset=INT8_HEADER.size)
+        values = np.frombuffer(
+            payload, dtype=np.int8, count=n * dim, offset=INT8_HEADER.size + 4 * n
+        ).reshape(n, dim)
+        return Matrix(encoding, values, scales)
+    raise ValueError(f"no embedding layout for encoding {encoding.label}")
+
+
+def read_int8_header(payload: memoryview) -> tuple[int, int]:
+    version, kind = INT8_HEADER.unpack_from(payload, 0)
+    return int(version), int(kind)

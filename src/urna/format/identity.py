@@ -1,0 +1,54 @@
+"""Identities: chunk_id, content_hash and citation ids, as FORMAT.md defines them."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable
+
+CHUNK_ID_DOMAIN = b"urna:chunk_id:v1\n"
+CONTENT_HASH_ORDER = (
+    "chunk_ids",
+    "chunks_canonical",
+    "chunks_original_spans",
+    "embeddings",
+    "provenance",
+    "search_contract",
+)
+CITATION_SCHEME = "urna://"
+
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+def chunk_id(text: str, source_uri: str, byte_start: int, byte_end: int, chunker_version: str) -> str:
+    """``sha256:`` + hex SHA-256 over the domain tag, text, source, span and chunker version."""
+    h = hashlib.sha256(CHUNK_ID_DOMAIN)
+    for part in (text, source_uri):
+        raw = part.encode("utf-8")
+        h.update(_U32.pack(len(raw)))
+        h.update(raw)
+    h.update(_U64.pack(byte_start))
+    h.update(_U64.pack(byte_end))
+    raw = chunker_version.encode("utf-8")
+    h.update(_U32.pack(len(raw)))
+    h.update(raw)
+    return "sha256:" + h.hexdigest()
+
+
+def content_hash(sections: Iterable[tuple[str, bytes | memoryview]]) -> str:
+    """Hash the decoded canonical payloads, given as (name, bytes) in any order."""
+    by_name = dict(sections)
+    h = hashlib.sha256()
+    for name in CONTENT_HASH_ORDER:
+        payload = by_name[name]
+        raw = name.encode("ascii")
+        h.update(_U32.pack(len(raw)))
+        h.update(raw)
+        h.update(_U64.pack(len(payload)))
+        h.update(payload)
+    return "sha256:" + h.hexdigest()
+
+
+def citation_id(content: str, chunk: str) -> str:
+    return f"{CITATION_SCHEME}{content}/{chunk}"

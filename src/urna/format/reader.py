@@ -1,0 +1,462 @@
+"""Open a .urna v1 container: memory-map it and run every check of FORMAT.md in order.
+
+Two levels of verification:
+
+* ``"full"`` (default): every check, including every section checksum, the
+  footer hash over the whole file and a NaN/Inf walk of the embeddings. The
+  file hash and the section checksums run on two threads (hashlib releases
+  the GIL) while this thread decodes the structure, so a full open costs
+  about one ``sha256sum`` of the file.
+* ``"trusted"``: every structural check, but no hashing and no NaN walk; for
+  a caller that verified the same file before (the server, after start).
+
+Nothing here copies the embedding matrix: it is a view of the memory map.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import stat
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import zstandard
+
+from urna.errors import FileError, FormatError, IntegrityError
+from urna.format import embeddings as emb
+from urna.format import manifest as manifest_rules
+from urna.format import sections as payloads
+from urna.format.identity import content_hash as hash_content
+from urna.format.layout import (
+    ALIGN,
+    DTYPE_OF_ENCODING,
+    EMBEDDING_ENCODINGS,
+    ENTRY,
+    ENTRY_SIZE,
+    FOOTER,
+    FOOTER_SIZE,
+    HEADER,
+    HEADER_SIZE,
+    LEGACY_MAGIC,
+    MAGIC,
+    MIN_FILE_SIZE,
+    OTHER_ENCODINGS,
+    REQUIRED_SECTIONS,
+    UNSUPPORTED_ENCODINGS,
+    VERSION_MAJOR,
+    VERSION_MINOR,
+    Encoding,
+    SectionId,
+    is_embedding_section,
+    section_label,
+    section_name,
+)
+from urna.format.writer import header_checksum
+
+Verify = Literal["full", "trusted"]
+MAX_SECTIONS = 4096
+MAX_DECODED_SECTION = 1 << 34  # 16 GiB: refuse zstd payloads claiming more
+PARALLEL_HASH_MIN = 1 << 20  # below this size, hashing on threads costs more than it saves
+
+
+@dataclass(frozen=True)
+class Header:
+    magic: bytes
+    version_major: int
+    version_minor: int
+    flags: int
+    embedding_dim: int
+    n_chunks: int
+    n_embeddings: int
+    file_size: int
+    section_table_offset: int
+    section_table_count: int
+    manifest_offset: int
+    manifest_size: int
+    checksum: bytes
+
+
+@dataclass(frozen=True)
+class Entry:
+    section_id: int
+    encoding: Encoding
+    offset: int
+    size: int
+    checksum: bytes
+
+    @property
+    def name(self) -> str:
+        return section_name(self.section_id)
+
+    @property
+    def label(self) -> str:
+        return section_label(self.section_id)
+
+
+def _fail(check: int, section: str, message: str) -> FormatError:
+    return FormatError(message, check=check, section=section)
+
+
+def _mismatch(check: int, section: str, message: str) -> IntegrityError:
+    return IntegrityError(message, check=check, section=section)
+
+
+class Container:
+    """A verified, memory-mapped .urna file. Use as a context manager or call ``close()``."""
+
+    def __init__(self, path: str | os.PathLike[str], *, verify: Verify = "full") -> None:
+        if verify not in ("full", "trusted"):
+            raise ValueError(f"verify must be 'full' or 'trusted', got {verify!r}")
+        self.path = Path(path)
+        self.verify = verify
+        self._mmap, self.size = _map(self.path)
+        self.buf = memoryview(self._mmap) if self._mmap is not None else memoryview(b"")
+        self._file_hash: str | None = None
+        self._decoded: dict[int, memoryview] = {}
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- public view --------------------------------------------------------
+
+    @property
+    def file_hash(self) -> str:
+        """``sha256:`` + hex SHA-256 of the whole file, footer included."""
+        if self._file_hash is None:
+            self._file_hash = "sha256:" + hashlib.sha256(self.buf).hexdigest()
+        return self._file_hash
+
+    @cached_property
+    def content_hash(self) -> str:
+        """SHA-256 over the six decoded canonical sections (computed on first use)."""
+        return hash_content(
+            (section_name(sid), self.payload(sid)) for sid in REQUIRED_SECTIONS
+        )
+
+    def payload(self, section_id: int) -> memoryview:
+        """The decoded payload of a present section (zstd undone; a view of the map when raw)."""
+        if section_id in self._decoded:
+            return self._decoded[section_id]
+        entry = self.entries[section_id]
+        stored = self.buf[entry.offset : entry.offset + entry.size]
+        if entry.encoding != Encoding.ZSTD:
+            return stored
+        decoded = memoryview(_unzstd(entry, stored))
+        self._decoded[section_id] = decoded
+        return decoded
+
+    def has(self, section_id: int) -> bool:
+        return section_id in self.entries
+
+    def close(self) -> None:
+        """Release the memory map (views still held elsewhere keep it alive until dropped)."""
+        for name in ("matrix", "texts", "spans", "chunk_id_rows"):
+            self.__dict__.pop(name, None)
+        self._decoded.clear()
+        if getattr(self, "buf", None) is not None:
+            try:
+                self.buf.release()
+            except BufferError:
+                return
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:
+                pass  # a numpy view handed out earlier still exists; GC closes it later
+
+    def __enter__(self) -> Container:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the checks ----------------------------------------------------------
+
+    def _open(self) -> None:
+        buf, size = self.buf, self.size
+        # 1. length
+        if size < MIN_FILE_SIZE:
+            raise _fail(1, "file", f"file truncated: {size} bytes, a .urna file has at least 168")
+        raw_header = buf[:HEADER_SIZE]
+        h = Header(*HEADER.unpack(raw_header)[:13])
+        # 2. magic
+        if h.magic not in (MAGIC, LEGACY_MAGIC):
+            raise _fail(2, "header", f"magic mismatch: expected b'URNA', got {bytes(h.magic)!r}")
+        # 3. version
+        if h.version_major != VERSION_MAJOR or h.version_minor > VERSION_MINOR:
+            raise _fail(
+                3,
+                "header",
+                f"unsupported version {h.version_major}.{h.version_minor}: "
+                f"this reader reads {VERSION_MAJOR}.{VERSION_MINOR}",
+            )
+        if h.flags != 0:
+            raise _fail(3, "header", f"unsupported header flags 0x{h.flags:08x}, expected 0")
+        # 4. header checksum
+        if header_checksum(raw_header) != h.checksum:
+            raise _mismatch(4, "header", "header checksum mismatch")
+        if bytes(raw_header[80:128]) != bytes(48):
+            raise _fail(4, "header", "reserved header bytes [80, 128) are not zero")
+        # 5. file size
+        if h.file_size != size:
+            raise _fail(5, "header", f"file size mismatch: expected {h.file_size}, got {size}")
+        self.header = h
+        # 6. section table
+        body_end = size - FOOTER_SIZE
+        if h.section_table_offset != HEADER_SIZE:
+            raise _fail(
+                6, "section table", f"section table offset is {h.section_table_offset}, expected 128"
+            )
+        if h.section_table_count > MAX_SECTIONS or (
+            HEADER_SIZE + ENTRY_SIZE * h.section_table_count > body_end
+        ):
+            raise _fail(
+                6,
+                "section table",
+                f"section table of {h.section_table_count} entries does not fit in {size} bytes",
+            )
+        table_end = HEADER_SIZE + ENTRY_SIZE * h.section_table_count
+        # 7. each entry (structure first; the checksums are hashed below)
+        entries = self._read_entries(table_end, body_end)
+        self.entries = entries
+        hashing = self.verify == "full"
+        section_sums, file_sum, pool = self._start_hashes() if hashing else (None, None, None)
+        try:
+            pending: FormatError | None = None
+            try:
+                self._check_rest(table_end, body_end, nan_walk=hashing)
+            except FormatError as exc:
+                pending = exc
+            if section_sums is not None:
+                for entry, digest in zip(entries.values(), _result(section_sums), strict=True):
+                    if digest != entry.checksum:
+                        raise _mismatch(
+                            7,
+                            f"section {entry.label}",
+                            f"section {entry.section_id} checksum mismatch",
+                        )
+            if pending is not None and pending.check <= 8:
+                raise pending
+            if file_sum is not None:
+                before_footer, whole = _result(file_sum)
+                stored = bytes(buf[body_end + 8 : size])
+                if before_footer != stored:
+                    raise _mismatch(9, "footer", "footer hash mismatch")
+                self._file_hash = "sha256:" + whole
+            if pending is not None:
+                raise pending
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+    def _read_entries(self, table_end: int, body_end: int) -> dict[int, Entry]:
+        entries: dict[int, Entry] = {}
+        manifest_end = self.header.manifest_offset + self.header.manifest_size
+        spans: list[tuple[int, int, Entry]] = []
+        for i in range(self.header.section_table_count):
+            sid, enc, offset, size, checksum = ENTRY.unpack_from(self.buf, HEADER_SIZE + ENTRY_SIZE * i)
+            where = f"section {section_label(sid)}"
+            try:
+                encoding = Encoding(enc)
+            except ValueError:
+                raise _fail(7, where, f"unknown encoding {enc} on section {sid}") from None
+            if encoding in UNSUPPORTED_ENCODINGS:
+                raise _fail(
+                    7, where, f"unsupported encoding {encoding.label} ({enc}) on section {sid}"
+                )
+            allowed = EMBEDDING_ENCODINGS if is_embedding_section(sid) else OTHER_ENCODINGS
+            if encoding not in allowed:
+                raise _fail(
+                    7, where, f"encoding {encoding.label} is not allowed on section {sid}"
+                )
+            if sid in entries:
+                raise _fail(7, where, f"section {sid} appears twice in the section table")
+            if offset % ALIGN:
+                raise _fail(7, where, f"section {sid} offset {offset} is not a multiple of 64")
+            if offset < max(table_end, manifest_end) or offset + size > body_end:
+                raise _fail(
+                    7,
+                    where,
+                    f"section {sid} at [{offset}, {offset + size}) lies outside the payload area "
+                    f"[{max(table_end, manifest_end)}, {body_end})",
+                )
+            entry = Entry(sid, encoding, offset, size, checksum)
+            entries[sid] = entry
+            spans.append((offset, offset + size, entry))
+        spans.sort(key=lambda s: s[0])
+        for (_, end_a, a), (start_b, _, b) in zip(spans, spans[1:], strict=False):
+            if start_b < end_a:
+                raise _fail(7, f"section {b.label}", f"section {b.section_id} overlaps section {a.section_id}")
+        return entries
+
+    def _start_hashes(self) -> tuple[Future[list[bytes]], Future[tuple[bytes, str]], Any]:
+        buf, entries, size = self.buf, list(self.entries.values()), self.size
+
+        def section_digests() -> list[bytes]:
+            return [
+                hashlib.sha256(buf[e.offset : e.offset + e.size]).digest()[:8] for e in entries
+            ]
+
+        def file_digests() -> tuple[bytes, str]:
+            h = hashlib.sha256(buf[: size - FOOTER_SIZE])
+            before_footer = h.digest()
+            h.update(buf[size - FOOTER_SIZE :])
+            return before_footer, h.hexdigest()
+
+        if size < PARALLEL_HASH_MIN:
+            return _done(section_digests()), _done(file_digests()), None
+        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="urna-verify")
+        return pool.submit(section_digests), pool.submit(file_digests), pool
+
+    def _check_rest(self, table_end: int, body_end: int, *, nan_walk: bool) -> None:
+        h, entries = self.header, self.entries
+        # 8. manifest
+        if h.manifest_offset != table_end:
+            raise _fail(8, "manifest", f"manifest offset is {h.manifest_offset}, expected {table_end}")
+        if h.manifest_offset + h.manifest_size > body_end:
+            raise _fail(8, "manifest", f"manifest of {h.manifest_size} bytes runs past the payloads")
+        raw = bytes(self.buf[h.manifest_offset : h.manifest_offset + h.manifest_size])
+        try:
+            manifest = manifest_rules.loads_object(raw)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise _fail(8, "manifest", f"manifest is not valid JSON: {exc}") from None
+        manifest_rules.validate(manifest)
+        self.manifest = manifest
+        # (9, the footer hash, is checked by the caller once the hash thread is done.)
+        footer_size, _ = FOOTER.unpack_from(self.buf, body_end)
+        if footer_size != FOOTER_SIZE:
+            raise _fail(9, "footer", f"footer size field is {footer_size}, expected 40")
+        # 10. manifest agrees with the header
+        for key, value in (("embedding_dim", h.embedding_dim), ("n_chunks", h.n_chunks)):
+            if manifest[key] != value:
+                raise _fail(
+                    10, "manifest", f"manifest {key} is {manifest[key]} but the header says {value}"
+                )
+        if h.n_embeddings != h.n_chunks:
+            raise _fail(
+                10, "header", f"n_embeddings is {h.n_embeddings} but n_chunks is {h.n_chunks}"
+            )
+        # 11. required sections
+        for sid in REQUIRED_SECTIONS:
+            if sid not in entries:
+                raise _fail(
+                    11, f"section {section_label(sid)}", f"missing required section: {section_name(sid)}"
+                )
+        # 12. embeddings size, and dtype agrees with the encoding
+        entry = entries[SectionId.EMBEDDINGS]
+        where = f"section {entry.label}"
+        if DTYPE_OF_ENCODING.get(entry.encoding) != manifest["dtype"]:
+            raise _fail(
+                12,
+                where,
+                f"manifest dtype {manifest['dtype']} does not match the embeddings encoding "
+                f"{entry.encoding.label}",
+            )
+        n, dim = h.n_chunks, h.embedding_dim
+        expected = emb.expected_size(entry.encoding, n, dim)
+        if entry.size != expected:
+            raise _fail(12, where, f"embedding size mismatch: expected {expected}, got {entry.size}")
+        stored = self.buf[entry.offset : entry.offset + entry.size]
+        if entry.encoding == Encoding.INT8:
+            version, kind = emb.read_int8_header(stored)
+            if version != emb.INT8_VERSION or kind != emb.INT8_SCALE_KIND:
+                raise _fail(
+                    12, where, f"int8 embeddings version {version} scale_kind {kind}, expected 1 and 0"
+                )
+        self.matrix = emb.view(stored, entry.encoding, n, dim)
+        # 13. named spaces: their sections are checked structurally only in this version
+        # 14. the search contract equals the manifest
+        contract = payloads.decode_json(SectionId.SEARCH_CONTRACT, self.payload(SectionId.SEARCH_CONTRACT))
+        for key in manifest_rules.CONTRACT_KEYS:
+            if contract.get(key) != manifest[key]:
+                raise _fail(
+                    14,
+                    f"section {section_label(SectionId.SEARCH_CONTRACT)}",
+                    f"search_contract {key} is {contract.get(key)!r} but the manifest says "
+                    f"{manifest[key]!r}",
+                )
+        self.search_contract = contract
+        # 15. the canonical payloads decode: versions, counts, no trailing bytes, UTF-8
+        self.chunk_id_rows = payloads.decode_chunk_ids(
+            SectionId.CHUNK_IDS, self.payload(SectionId.CHUNK_IDS), n
+        )
+        self.texts = payloads.decode_strings(
+            SectionId.CHUNKS_CANONICAL, self.payload(SectionId.CHUNKS_CANONICAL), n
+        )
+        self.spans = payloads.decode_spans(
+            SectionId.CHUNKS_ORIGINAL_SPANS, self.payload(SectionId.CHUNKS_ORIGINAL_SPANS), n
+        )
+        self.provenance = payloads.decode_json(SectionId.PROVENANCE, self.payload(SectionId.PROVENANCE))
+        # 16. no NaN or Inf in the embeddings (for int8: in the scales)
+        if nan_walk:
+            row = self.matrix.first_non_finite()
+            if row is not None:
+                raise _fail(16, where, f"NaN or Inf detected in embeddings (row {row})")
+
+
+def _map(path: Path) -> tuple[mmap.mmap | None, int]:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise FileError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise FileError(f"not a file: {path} is a directory") from None
+    except PermissionError:
+        raise FileError(f"permission denied: {path}") from None
+    except OSError as exc:
+        raise FileError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileError(f"not a file: {path} is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError(f"not a regular file: {path}")
+        if st.st_size == 0:
+            return None, 0
+        try:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), st.st_size
+        except (OSError, ValueError) as exc:
+            raise FileError(f"cannot memory-map {path}: {exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _unzstd(entry: Entry, stored: memoryview) -> bytes:
+    where = f"section {entry.label}"
+    sid = entry.section_id
+    try:
+        size = zstandard.frame_content_size(stored)
+        if size < 0 or size > MAX_DECODED_SECTION:
+            raise _fail(8, where, f"zstd payload of section {sid} lacks a usable content size")
+        out = zstandard.ZstdDecompressor().decompress(stored, max_output_size=max(size, 1))
+    except zstandard.ZstdError as exc:
+        raise _fail(8, where, f"zstd payload of section {sid} is invalid: {exc}") from None
+    if len(out) != size:
+        raise _fail(
+            8, where, f"zstd payload of section {sid} decodes to {len(out)} bytes, frame says {size}"
+        )
+    return out
+
+
+def _done(value: Any) -> Future[Any]:
+    fut: Future[Any] = Future()
+    fut.set_result(value)
+    return fut
+
+
+def _result(fut: Future[Any]) -> Any:
+    return fut.result()
+
+
+def open_container(path: str | os.PathLike[str], *, verify: Verify = "full") -> Container:
+    return Container(path, verify=verify)
+
+
+__all__ = ["Container", "Entry", "Header", "Verify", "open_container"]

@@ -1,0 +1,107 @@
+"""Read pre-chunked, pre-embedded input: one JSON object a line.
+
+Each line: ``{"text": ..., "source_uri": ..., "byte_start": N, "byte_end": N,
+"embedding": [...]}``. Blank lines are skipped; every problem names its line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from urna.errors import BuildError, FileError
+
+FIELDS = ("text", "source_uri", "byte_start", "byte_end", "embedding")
+
+
+@dataclass(frozen=True)
+class VectorChunks:
+    texts: list[str]
+    source_uris: list[str]
+    byte_starts: list[int]
+    byte_ends: list[int]
+    embeddings: np.ndarray
+    lines: list[int]  # the source line of each chunk, for messages
+
+    def chunks(self) -> list[dict[str, object]]:
+        return [
+            {"text": t, "source_uri": u, "byte_start": s, "byte_end": e}
+            for t, u, s, e in zip(
+                self.texts, self.source_uris, self.byte_starts, self.byte_ends, strict=True
+            )
+        ]
+
+
+def _int(value: object, name: str, line: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BuildError(f"line {line}: {name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
+    p = Path(path)
+    if p.is_dir():
+        raise FileError(f"not a file: {p} is a directory")
+    try:
+        handle = open(p, encoding="utf-8")
+    except FileNotFoundError:
+        raise FileError(f"file not found: {p}") from None
+    except PermissionError:
+        raise FileError(f"permission denied: {p}") from None
+    texts: list[str] = []
+    uris: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    rows: list[list[float]] = []
+    lines: list[int] = []
+    with handle:
+        try:
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise BuildError(f"line {number}: invalid JSON: {exc.msg}") from None
+                if not isinstance(obj, dict):
+                    raise BuildError(f"line {number}: expected a JSON object")
+                missing = [f for f in FIELDS if f not in obj]
+                if missing:
+                    raise BuildError(f"line {number}: missing field {missing[0]!r}")
+                text, uri = obj["text"], obj["source_uri"]
+                if not isinstance(text, str) or not text:
+                    raise BuildError(f"line {number}: text must be a non-empty string")
+                if not isinstance(uri, str) or not uri:
+                    raise BuildError(f"line {number}: source_uri must be a non-empty string")
+                start = _int(obj["byte_start"], "byte_start", number)
+                end = _int(obj["byte_end"], "byte_end", number)
+                if end < start:
+                    raise BuildError(f"line {number}: byte_end {end} is before byte_start {start}")
+                vec = obj["embedding"]
+                if not isinstance(vec, list) or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) for x in vec
+                ):
+                    raise BuildError(f"line {number}: embedding must be an array of numbers")
+                if len(vec) != dim:
+                    raise BuildError(
+                        f"line {number}: dimension mismatch: expected {dim}, got {len(vec)}"
+                    )
+                if not all(math.isfinite(x) for x in vec):
+                    raise BuildError(f"line {number}: embedding holds NaN or Inf")
+                texts.append(text)
+                uris.append(uri)
+                starts.append(start)
+                ends.append(end)
+                rows.append(vec)
+                lines.append(number)
+        except UnicodeDecodeError as exc:
+            raise BuildError(f"{p} is not valid UTF-8 (byte {exc.start})") from None
+    if not rows:
+        raise BuildError(f"{p} holds no chunks")
+    matrix = np.asarray(rows, dtype=np.float64).reshape(len(rows), dim)
+    return VectorChunks(texts, uris, starts, ends, matrix, lines)

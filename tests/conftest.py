@@ -1,0 +1,97 @@
+"""Shared fixtures: real .urna files written by urna.build into temporary folders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import urna
+from urna.cli.app import cli
+
+PLACEHOLDER = "sha256:" + "0" * 64
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def one_hot_chunks(n: int, dim: int = 4) -> list[dict[str, object]]:
+    """The CONFORMANCE.md corpus: chunk i is text_i in doc.txt at i*10..(i+1)*10, one-hot at i % dim."""
+    chunks = []
+    for i in range(n):
+        vec = [0.0] * dim
+        vec[i % dim] = 1.0
+        chunks.append(
+            {
+                "text": f"text_{i}",
+                "source_uri": "doc.txt",
+                "byte_start": i * 10,
+                "byte_end": (i + 1) * 10,
+                "embedding": vec,
+            }
+        )
+    return chunks
+
+
+def build_minimal(path: Path) -> urna.BuildResult:
+    return urna.build(
+        path,
+        [{"text": "hi", "source_uri": "doc.txt", "byte_start": 0, "byte_end": 2,
+          "embedding": [1, 0, 0, 0]}],
+        model="demo",
+        model_hash=PLACEHOLDER,
+        chunker_version="demo-chunker/1",
+    )
+
+
+@pytest.fixture
+def minimal_file(tmp_path: Path) -> Path:
+    path = tmp_path / "minimal.urna"
+    build_minimal(path)
+    return path
+
+
+@pytest.fixture
+def five_file(tmp_path: Path) -> Path:
+    path = tmp_path / "five.urna"
+    urna.build(path, one_hot_chunks(5), model="demo", model_hash=PLACEHOLDER,
+               chunker_version="demo-chunker/1")
+    return path
+
+
+@pytest.fixture
+def random_file(tmp_path: Path) -> Callable[..., Path]:
+    def make(n: int = 50, dim: int = 16, dtype: str = "float32", seed: int = 0,
+             compression: str | None = None) -> Path:
+        rng = np.random.default_rng(seed)
+        path = tmp_path / f"random-{n}-{dim}-{dtype}-{compression}-{seed}.urna"
+        chunks = [
+            {"text": f"chunk {i} of a random corpus", "source_uri": f"docs/{i % 7}.txt",
+             "byte_start": i * 3, "byte_end": i * 3 + 3}
+            for i in range(n)
+        ]
+        urna.build(path, chunks, embeddings=rng.standard_normal((n, dim)), model="random",
+                   model_hash=PLACEHOLDER, chunker_version="test/1", dtype=dtype,
+                   compression=compression)
+        return path
+
+    return make
+
+
+def run(*args: str) -> Result:
+    """Run the CLI in-process, as the console script does (same exit codes, split streams)."""
+    return CliRunner().invoke(cli, list(args), prog_name="urna", catch_exceptions=True)
+
+
+def assert_error(result: Result, fragment: str = "", code: int = 1) -> str:
+    """One ``Error: ...`` line on stderr, nothing on stdout, the given exit code, no traceback."""
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    if code == 1:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("Error: "), lines[0]
+        assert fragment in lines[0], (fragment, lines[0])
+        assert result.stdout == ""
+    return result.stderr

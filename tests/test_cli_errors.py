@@ -1,0 +1,99 @@
+"""Bad queries, bad files and bad usage: one clear error, the right exit code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_error, run
+
+
+@pytest.mark.parametrize(
+    ("query", "k", "fragment"),
+    [
+        ("[1, 0", "1", "invalid query JSON"),
+        ("not json", "1", "invalid query JSON"),
+        ('{"a": 1}', "1", "expected an array of numbers, got an object"),
+        ('[1, "x", 0, 0]', "1", "element 1 is a string"),
+        ("[1, true, 0, 0]", "1", "element 1 is a boolean"),
+        ("[[1], 0, 0, 0]", "1", "element 0 is an array"),
+        ("[0.1, 0.2]", "1", "dimension mismatch: expected 4, got 2"),
+        ("[NaN, 0, 0, 0]", "1", "NaN or Inf in query"),
+        ("[Infinity, 0, 0, 0]", "1", "NaN or Inf in query"),
+        ("[1e999, 0, 0, 0]", "1", "NaN or Inf in query"),
+        ("[0, 0, 0, 0]", "1", "zero-norm query"),
+        ("[]", "1", "empty query"),
+        ("[1, 0, 0, 0]", "0", "invalid k: 0"),
+        ("[1, 0, 0, 0]", "-3", "invalid k: -3"),
+    ],
+)
+def test_bad_query(five_file: Path, query: str, k: str, fragment: str) -> None:
+    assert_error(run("search", str(five_file), query, "-k", k), fragment)
+
+
+def test_bad_k_is_checked_before_the_query(five_file: Path) -> None:
+    assert_error(run("search", str(five_file), "[]", "-k", "0"), "invalid k: 0")
+
+
+def test_bad_file_arguments(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.urna"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("just some text, certainly not a .urna container\n" * 10)
+    cases = {
+        str(tmp_path / "missing.urna"): "file not found",
+        str(tmp_path): "is a directory",
+        str(empty): "file truncated",
+        str(text): "magic mismatch",
+    }
+    for path, fragment in cases.items():
+        for verb in (["search", path, "[1,0,0,0]"], ["stats", path], ["validate", path],
+                     ["inspect", path, "--json"], ["cite", path, "urna://x"]):
+            assert_error(run(*verb), fragment)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search"],
+        ["search", "f.urna"],
+        ["search", "f.urna", "[1]", "-k", "abc"],
+        ["search", "f.urna", "[1]", "--bogus"],
+        ["nonsense-verb"],
+        ["cite", "f.urna"],
+        ["build", "-o", "x.urna"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert "Usage:" in result.stderr
+
+
+def test_console_script_exit_codes_and_streams(five_file: Path, tmp_path: Path) -> None:
+    """The installed `urna` executable, as a user runs it."""
+    exe = Path(sys.executable).with_name("urna")
+    env = {k: v for k, v in os.environ.items() if k != "URNA_DEBUG"}
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
+                              timeout=60, check=False)
+
+    ok = call("search", str(five_file), "[1,0,0,0]", "-k", "1")
+    assert ok.returncode == 0 and ok.stderr == "" and "score=1.000000" in ok.stdout
+    bad = call("search", str(five_file), "[0.1, 0.2]")
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr == "Error: dimension mismatch: expected 4, got 2\n"
+    corrupt = tmp_path / "corrupt.urna"
+    data = bytearray(five_file.read_bytes())
+    data[-1] ^= 1
+    corrupt.write_bytes(data)
+    broken = call("validate", str(corrupt))
+    assert broken.returncode == 1 and broken.stderr.startswith("Error: footer hash mismatch")
+    assert "Traceback" not in broken.stderr and broken.stderr.count("\n") == 1
+    usage = call("search", str(five_file))
+    assert usage.returncode == 2 and "Usage:" in usage.stderr

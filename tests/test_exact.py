@@ -1,0 +1,62 @@
+"""Exact search against plain numpy, ties in file order, every dtype."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import urna
+from tests.conftest import PLACEHOLDER, one_hot_chunks
+from urna.search.topk import top_k
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_exact_matches_numpy_reference(random_file: Callable[..., Path], dtype: str) -> None:
+    path = random_file(n=300, dim=24, dtype=dtype, seed=3)
+    rng = np.random.default_rng(7)
+    with urna.open(path) as corpus:
+        stored = np.stack([corpus.embedding(i) for i in range(corpus.n_chunks)])
+        for _ in range(20):
+            q = rng.standard_normal(24)
+            result = corpus.search(q, k=10)
+            unit = (q / np.linalg.norm(q)).astype(np.float32)
+            ref = stored.astype(np.float64) @ unit.astype(np.float64)
+            want = np.argsort(-ref, kind="stable")[:10]
+            got = [h.ordinal for h in result.hits]
+            assert got == want.tolist()
+            assert np.allclose([h.score for h in result.hits], ref[want], atol=1e-5)
+
+
+def test_ties_keep_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "ties.urna"
+    urna.build(path, one_hot_chunks(12, dim=4), model="demo", model_hash=PLACEHOLDER,
+               chunker_version="demo-chunker/1")
+    with urna.open(path) as corpus:
+        result = corpus.search([0, 1, 0, 0], k=2)
+        assert [h.ordinal for h in result.hits] == [1, 5]
+        result = corpus.search([0, 1, 0, 0], k=12)
+        assert [h.ordinal for h in result.hits] == [1, 5, 9, 0, 2, 3, 4, 6, 7, 8, 10, 11]
+
+
+def test_k_larger_than_chunks_returns_all(five_file: Path) -> None:
+    with urna.open(five_file) as corpus:
+        result = corpus.search([1, 0, 0, 0], k=50)
+        assert result.k_returned == 5 and not result.truncated and result.k_requested == 50
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (10, 3), (1000, 7), (1000, 999), (50, 50)])
+def test_top_k_with_many_ties(n: int, k: int) -> None:
+    rng = np.random.default_rng(n * 31 + k)
+    scores = rng.integers(0, 4, n).astype(np.float32)
+    want = sorted(range(n), key=lambda i: (-scores[i], i))[:k]
+    assert top_k(scores, k).tolist() == want
+
+
+def test_query_need_not_be_unit_length(five_file: Path) -> None:
+    with urna.open(five_file) as corpus:
+        assert corpus.search([123.0, 0, 0, 0], k=1).hits[0].score == pytest.approx(1.0)
+        # Huge finite values must not overflow while normalizing.
+        assert corpus.search([3e38, 3e38, 0, 0], k=1).hits[0].score == pytest.approx(2**-0.5)
