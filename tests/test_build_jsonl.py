@@ -19,16 +19,22 @@ def _jsonl(path: Path, rows: list[object]) -> Path:
 def _row(i: int, dim: int = 3) -> dict[str, object]:
     vec = [0.0] * dim
     vec[i % dim] = 2.0
-    return {"text": f"chunk {i}", "source_uri": "a.txt", "byte_start": i * 8,
-            "byte_end": i * 8 + 7, "embedding": vec}
+    return {
+        "text": f"chunk {i}",
+        "source_uri": "a.txt",
+        "byte_start": i * 8,
+        "byte_end": i * 8 + 7,
+        "embedding": vec,
+    }
 
 
 @pytest.mark.parametrize("extra", [[], ["--dtype", "float16"], ["--dtype", "int8", "--compress"]])
 def test_build_then_search(tmp_path: Path, extra: list[str]) -> None:
     src = _jsonl(tmp_path / "in.jsonl", [_row(i) for i in range(6)])
     out = tmp_path / "out.urna"
-    result = run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "mine",
-                 "--dim", "3", *extra)
+    result = run(
+        "build", "--from-jsonl", str(src), "-o", str(out), "--model", "mine", "--dim", "3", *extra
+    )
     assert result.exit_code == 0, result.stderr
     assert "chunks:       6" in result.stdout
     with urna.open(out) as corpus:
@@ -37,7 +43,9 @@ def test_build_then_search(tmp_path: Path, extra: list[str]) -> None:
         assert [h.ordinal for h in hits] == [1, 4]
         assert hits[0].score == pytest.approx(1.0, abs=1e-3)
     again = tmp_path / "again.urna"
-    run("build", "--from-jsonl", str(src), "-o", str(again), "--model", "mine", "--dim", "3", *extra)
+    run(
+        "build", "--from-jsonl", str(src), "-o", str(again), "--model", "mine", "--dim", "3", *extra
+    )
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -47,7 +55,10 @@ def test_build_then_search(tmp_path: Path, extra: list[str]) -> None:
         ([], "holds no chunks"),
         (["{not json"], "line 1: invalid JSON"),
         ([_row(0), "[1, 2]"], "line 2: expected a JSON object"),
-        ([{k: v for k, v in _row(0).items() if k != "embedding"}], "line 1: missing field 'embedding'"),
+        (
+            [{k: v for k, v in _row(0).items() if k != "embedding"}],
+            "line 1: missing field 'embedding'",
+        ),
         ([_row(0) | {"embedding": [1, 2]}], "line 1: dimension mismatch: expected 3, got 2"),
         ([_row(0) | {"embedding": [1, "a", 2]}], "line 1: embedding must be an array of numbers"),
         ([_row(0) | {"embedding": [0, 0, 0]}], "zero norm"),
@@ -60,18 +71,34 @@ def test_build_then_search(tmp_path: Path, extra: list[str]) -> None:
 def test_bad_input_is_refused(tmp_path: Path, rows: list[object], fragment: str) -> None:
     src = _jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out.urna"
-    assert_error(run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "m",
-                     "--dim", "3"), fragment)
+    assert_error(
+        run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "m", "--dim", "3"),
+        fragment,
+    )
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [src]  # no temporary file left behind
 
 
 def test_nan_in_jsonl(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
-    src.write_text('{"text": "a", "source_uri": "a", "byte_start": 0, "byte_end": 1, '
-                   '"embedding": [NaN, 1, 0]}\n')
-    assert_error(run("build", "--from-jsonl", str(src), "-o", str(tmp_path / "o.urna"),
-                     "--model", "m", "--dim", "3"), "line 1: embedding holds NaN or Inf")
+    src.write_text(
+        '{"text": "a", "source_uri": "a", "byte_start": 0, "byte_end": 1, '
+        '"embedding": [NaN, 1, 0]}\n'
+    )
+    assert_error(
+        run(
+            "build",
+            "--from-jsonl",
+            str(src),
+            "-o",
+            str(tmp_path / "o.urna"),
+            "--model",
+            "m",
+            "--dim",
+            "3",
+        ),
+        "line 1: embedding holds NaN or Inf",
+    )
 
 
 def test_bad_options(tmp_path: Path) -> None:
@@ -79,18 +106,36 @@ def test_bad_options(tmp_path: Path) -> None:
     base = ["build", "--from-jsonl", str(src), "-o", str(tmp_path / "o.urna"), "--model", "m"]
     assert_error(run(*base, "--dim", "0"), "--dim must be > 0")
     assert_error(run(*base, "--dim", "3", "--model-hash", "md5:abc"), "model_hash must be")
-    assert_error(run("build", "--from-jsonl", str(tmp_path / "nope.jsonl"), "-o",
-                     str(tmp_path / "o.urna"), "--model", "m", "--dim", "3"), "file not found")
+    assert_error(
+        run(
+            "build",
+            "--from-jsonl",
+            str(tmp_path / "nope.jsonl"),
+            "-o",
+            str(tmp_path / "o.urna"),
+            "--model",
+            "m",
+            "--dim",
+            "3",
+        ),
+        "file not found",
+    )
     assert run(*base, "--dim", "x").exit_code == 2
 
 
 def test_failed_build_keeps_the_previous_file(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", [_row(i) for i in range(3)])
     out = tmp_path / "out.urna"
-    assert run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "m",
-               "--dim", "3").exit_code == 0
+    assert (
+        run(
+            "build", "--from-jsonl", str(src), "-o", str(out), "--model", "m", "--dim", "3"
+        ).exit_code
+        == 0
+    )
     before = out.read_bytes()
     _jsonl(src, [_row(0), "{broken"])
-    assert_error(run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "m",
-                     "--dim", "3"), "line 2")
+    assert_error(
+        run("build", "--from-jsonl", str(src), "-o", str(out), "--model", "m", "--dim", "3"),
+        "line 2",
+    )
     assert out.read_bytes() == before

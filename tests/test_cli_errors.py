@@ -51,8 +51,13 @@ def test_bad_file_arguments(tmp_path: Path) -> None:
         str(text): "magic mismatch",
     }
     for path, fragment in cases.items():
-        for verb in (["search", path, "[1,0,0,0]"], ["stats", path], ["validate", path],
-                     ["inspect", path, "--json"], ["cite", path, "urna://x"]):
+        for verb in (
+            ["search", path, "[1,0,0,0]"],
+            ["stats", path],
+            ["validate", path],
+            ["inspect", path, "--json"],
+            ["cite", path, "urna://x"],
+        ):
             assert_error(run(*verb), fragment)
 
 
@@ -80,8 +85,9 @@ def test_console_script_exit_codes_and_streams(five_file: Path, tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if k != "URNA_DEBUG"}
 
     def call(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
-                              timeout=60, check=False)
+        return subprocess.run(
+            [str(exe), *args], capture_output=True, text=True, env=env, timeout=60, check=False
+        )
 
     ok = call("search", str(five_file), "[1,0,0,0]", "-k", "1")
     assert ok.returncode == 0 and ok.stderr == "" and "score=1.000000" in ok.stdout

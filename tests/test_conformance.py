@@ -92,6 +92,12 @@ def test_stats_aligns_values_in_column_15(five_file: Path) -> None:
 
 def test_inspect_names_all_required_sections(five_file: Path) -> None:
     out = run("inspect", str(five_file)).stdout
-    for name in ("chunk_ids", "chunks_canonical", "chunks_original_spans", "embeddings",
-                 "provenance", "search_contract"):
+    for name in (
+        "chunk_ids",
+        "chunks_canonical",
+        "chunks_original_spans",
+        "embeddings",
+        "provenance",
+        "search_contract",
+    ):
         assert name in out

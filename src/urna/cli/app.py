@@ -74,7 +74,11 @@ def search(file: str, query: str, k: int, as_json: bool) -> None:
     with _open(file) as corpus:
         vector = parse_vector(query)
         result = corpus.search(vector, k=k)
-        _out(json.dumps(result.to_dict(), ensure_ascii=False) if as_json else render.hit_block(result))
+        _out(
+            json.dumps(result.to_dict(), ensure_ascii=False)
+            if as_json
+            else render.hit_block(result)
+        )
 
 
 @cli.command()
@@ -143,7 +147,9 @@ def cite(file: str, citation: str, verify_source: bool, source_root: Path | None
     required=True,
     help="Chunks with vectors: text, source_uri, byte_start, byte_end, embedding per line.",
 )
-@click.option("-o", "--output", type=click.Path(path_type=str), required=True, help="The .urna to write.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=str), required=True, help="The .urna to write."
+)
 @click.option("--model", required=True, help="Name of the model that made the vectors.")
 @click.option("--dim", type=int, required=True, help="Embedding dimension.")
 @click.option(
@@ -154,7 +160,10 @@ def cite(file: str, citation: str, verify_source: bool, source_root: Path | None
 )
 @click.option("--chunker-version", default="external/1", show_default=True)
 @click.option(
-    "--dtype", type=click.Choice(["float32", "float16", "int8"]), default="float32", show_default=True
+    "--dtype",
+    type=click.Choice(["float32", "float16", "int8"]),
+    default="float32",
+    show_default=True,
 )
 @click.option("--compress", is_flag=True, help="zstd on every non-embedding section.")
 @click.option("--title", default=None)

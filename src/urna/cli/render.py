@@ -48,7 +48,10 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
         kv("file", corpus.path),
         kv("format", f"{m['format_version']} (schema {m['schema_version']})"),
         kv("model", m["embedding_model"]),
-        kv("model_hash", m["model_hash"] + ("  (placeholder)" if corpus.has_placeholder_model_hash else "")),
+        kv(
+            "model_hash",
+            m["model_hash"] + ("  (placeholder)" if corpus.has_placeholder_model_hash else ""),
+        ),
         kv("dim", m["embedding_dim"]),
         kv("chunks", m["n_chunks"]),
         kv("dtype", m["dtype"]),

@@ -16,6 +16,7 @@ from urna.errors import FormatError
 from urna.format.identity import chunk_id
 from urna.format.layout import SectionId, section_label
 from urna.format.reader import Container
+from urna.format.sections import first_non_hex_chunk_id
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,17 @@ def audit(container: Container) -> AuditReport:
             section=f"section {section_label(SectionId.EMBEDDINGS)}",
         )
     rows = container.chunk_id_rows
+    bad = first_non_hex_chunk_id(rows)
+    if bad is not None:
+        raise FormatError(
+            f"chunk id {bad} is not sha256:<64 lowercase hex>", check=17, section=where
+        )
     unique, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
     if len(unique) != n:
         dup = int(first[np.flatnonzero(counts > 1)[0]])
-        raise FormatError(f"chunk id of chunk {dup} appears more than once", check=17, section=where)
+        raise FormatError(
+            f"chunk id of chunk {dup} appears more than once", check=17, section=where
+        )
     chunker = container.manifest["chunker_version"]
     texts, spans = container.texts, container.spans
     for i in range(n):

@@ -8,6 +8,7 @@ then n*dim int8 row-major; scale = max|v| / 127, q = clamp(round(v / scale),
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ INT8_SCALE_KIND = 0
 
 # Rows per block when a quantized matrix is dequantized on the fly (~16 MiB of float32 at dim 256).
 BLOCK_ROWS = 16384
+# Bytes of the buffer a quantized block is widened into while scoring (fits in L2; measured).
+BLOCK_BYTES = 1 << 20
 
 
 def expected_size(encoding: Encoding, n: int, dim: int) -> int:
@@ -99,15 +102,21 @@ class Matrix:
             yield start, self.rows(slice(start, start + block_rows))
 
     def dot(self, query: np.ndarray) -> np.ndarray:
-        """Scores of every row against a float32 query: one matrix-vector product."""
+        """Scores of every row against a float32 query: one matrix-vector product.
+
+        float32 goes straight to BLAS over the memory map. float16 and int8 are
+        widened block by block into one reused buffer, so no float32 copy of
+        the matrix is ever made.
+        """
         q = np.asarray(query, dtype=np.float32)
         if self.encoding == Encoding.RAW:
             return self.values @ q
         out = np.empty(self.n, dtype=np.float32)
-        for start in range(0, self.n, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n)
-            np.matmul(self.values[start:stop].astype(np.float32), q, out=out[start:stop])
-        if self.scales is not None:
+        if self.encoding == Encoding.FLOAT16:
+            _dot_float16(self.values, q, out)
+        else:
+            _dot_int8(self.values, q, out)
+            assert self.scales is not None
             out *= self.scales
         return out
 
@@ -118,9 +127,9 @@ class Matrix:
             return int(bad[0]) if len(bad) else None
         # NaN and Inf are the values whose exponent bits are all ones.
         if self.encoding == Encoding.RAW:
-            bits, mask = self.values.view(np.uint32), np.uint32(0x7F800000)
+            bits, mask = self.values.view(np.uint32), 0x7F800000
         else:
-            bits, mask = self.values.view(np.uint16), np.uint16(0x7C00)
+            bits, mask = self.values.view(np.uint16), 0x7C00
         step = max(1, (1 << 22) // max(1, self.dim))
         for start in range(0, self.n, step):
             block = bits[start : start + step]
@@ -128,6 +137,53 @@ class Matrix:
             if hit.any():
                 return start + int(np.flatnonzero(hit.any(axis=1))[0])
         return None
+
+
+_local = threading.local()
+# float16 -> float32 by bit placement: sign-extend to int32, shift the exponent and
+# mantissa into float32 position, keep the sign bit and those 15 bits. The result
+# is the float16 value times 2**-112, exact for normal, subnormal and zero values
+# (NaN/Inf never reach here: the reader refuses them), so the query is scaled by
+# 2**112 instead. Three integer passes in cache beat numpy's float16 cast ~6x.
+_F16_KEEP = np.int32(-0x70002000)  # 0x8FFFE000: bit 31 and bits 27..13
+_F16_SCALE = np.float32(2.0**112)
+
+
+def _buffer(rows: int, dim: int, dtype: type) -> np.ndarray:
+    key = (rows, dim, dtype)
+    cache = getattr(_local, "buffers", None)
+    if cache is None:
+        cache = _local.buffers = {}
+    buf = cache.get(key)
+    if buf is None:
+        buf = cache[key] = np.empty((rows, dim), dtype=dtype)
+    return buf
+
+
+def _dot_float16(values: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
+    n, dim = values.shape
+    rows = max(1, BLOCK_BYTES // (4 * max(1, dim)))
+    buf = _buffer(rows, dim, np.int32)
+    scaled = (q * _F16_SCALE).astype(np.float32)
+    signed = values.view(np.int16)
+    for start in range(0, n, rows):
+        block = signed[start : start + rows]
+        b = buf[: len(block)]
+        np.copyto(b, block, casting="unsafe")
+        np.left_shift(b, 13, out=b)
+        np.bitwise_and(b, _F16_KEEP, out=b)
+        np.matmul(b.view(np.float32), scaled, out=out[start : start + len(block)])
+
+
+def _dot_int8(values: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
+    n, dim = values.shape
+    rows = max(1, BLOCK_BYTES // (4 * max(1, dim)))
+    buf = _buffer(rows, dim, np.float32)
+    for start in range(0, n, rows):
+        block = values[start : start + rows]
+        b = buf[: len(block)]
+        np.copyto(b, block, casting="unsafe")
+        np.matmul(b, q, out=out[start : start + len(block)])
 
 
 def view(payload: memoryview, encoding: Encoding, n: int, dim: int) -> Matrix:

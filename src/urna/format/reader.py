@@ -15,7 +15,9 @@ Nothing here copies the embedding matrix: it is a view of the memory map.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import mmap
 import os
 import stat
@@ -136,9 +138,7 @@ class Container:
     @cached_property
     def content_hash(self) -> str:
         """SHA-256 over the six decoded canonical sections (computed on first use)."""
-        return hash_content(
-            (section_name(sid), self.payload(sid)) for sid in REQUIRED_SECTIONS
-        )
+        return hash_content((section_name(sid), self.payload(sid)) for sid in REQUIRED_SECTIONS)
 
     def payload(self, section_id: int) -> memoryview:
         """The decoded payload of a present section (zstd undone; a view of the map when raw)."""
@@ -166,10 +166,9 @@ class Container:
             except BufferError:
                 return
         if self._mmap is not None:
-            try:
+            # A numpy view handed out earlier may still exist; the GC closes the map then.
+            with contextlib.suppress(BufferError):
                 self._mmap.close()
-            except BufferError:
-                pass  # a numpy view handed out earlier still exists; GC closes it later
 
     def __enter__(self) -> Container:
         return self
@@ -212,7 +211,9 @@ class Container:
         body_end = size - FOOTER_SIZE
         if h.section_table_offset != HEADER_SIZE:
             raise _fail(
-                6, "section table", f"section table offset is {h.section_table_offset}, expected 128"
+                6,
+                "section table",
+                f"section table offset is {h.section_table_offset}, expected 128",
             )
         if h.section_table_count > MAX_SECTIONS or (
             HEADER_SIZE + ENTRY_SIZE * h.section_table_count > body_end
@@ -261,7 +262,9 @@ class Container:
         manifest_end = self.header.manifest_offset + self.header.manifest_size
         spans: list[tuple[int, int, Entry]] = []
         for i in range(self.header.section_table_count):
-            sid, enc, offset, size, checksum = ENTRY.unpack_from(self.buf, HEADER_SIZE + ENTRY_SIZE * i)
+            sid, enc, offset, size, checksum = ENTRY.unpack_from(
+                self.buf, HEADER_SIZE + ENTRY_SIZE * i
+            )
             where = f"section {section_label(sid)}"
             try:
                 encoding = Encoding(enc)
@@ -273,9 +276,7 @@ class Container:
                 )
             allowed = EMBEDDING_ENCODINGS if is_embedding_section(sid) else OTHER_ENCODINGS
             if encoding not in allowed:
-                raise _fail(
-                    7, where, f"encoding {encoding.label} is not allowed on section {sid}"
-                )
+                raise _fail(7, where, f"encoding {encoding.label} is not allowed on section {sid}")
             if sid in entries:
                 raise _fail(7, where, f"section {sid} appears twice in the section table")
             if offset % ALIGN:
@@ -291,18 +292,20 @@ class Container:
             entries[sid] = entry
             spans.append((offset, offset + size, entry))
         spans.sort(key=lambda s: s[0])
-        for (_, end_a, a), (start_b, _, b) in zip(spans, spans[1:], strict=False):
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
             if start_b < end_a:
-                raise _fail(7, f"section {b.label}", f"section {b.section_id} overlaps section {a.section_id}")
+                raise _fail(
+                    7,
+                    f"section {b.label}",
+                    f"section {b.section_id} overlaps section {a.section_id}",
+                )
         return entries
 
     def _start_hashes(self) -> tuple[Future[list[bytes]], Future[tuple[bytes, str]], Any]:
         buf, entries, size = self.buf, list(self.entries.values()), self.size
 
         def section_digests() -> list[bytes]:
-            return [
-                hashlib.sha256(buf[e.offset : e.offset + e.size]).digest()[:8] for e in entries
-            ]
+            return [hashlib.sha256(buf[e.offset : e.offset + e.size]).digest()[:8] for e in entries]
 
         def file_digests() -> tuple[bytes, str]:
             h = hashlib.sha256(buf[: size - FOOTER_SIZE])
@@ -319,9 +322,13 @@ class Container:
         h, entries = self.header, self.entries
         # 8. manifest
         if h.manifest_offset != table_end:
-            raise _fail(8, "manifest", f"manifest offset is {h.manifest_offset}, expected {table_end}")
+            raise _fail(
+                8, "manifest", f"manifest offset is {h.manifest_offset}, expected {table_end}"
+            )
         if h.manifest_offset + h.manifest_size > body_end:
-            raise _fail(8, "manifest", f"manifest of {h.manifest_size} bytes runs past the payloads")
+            raise _fail(
+                8, "manifest", f"manifest of {h.manifest_size} bytes runs past the payloads"
+            )
         raw = bytes(self.buf[h.manifest_offset : h.manifest_offset + h.manifest_size])
         try:
             manifest = manifest_rules.loads_object(raw)
@@ -347,7 +354,9 @@ class Container:
         for sid in REQUIRED_SECTIONS:
             if sid not in entries:
                 raise _fail(
-                    11, f"section {section_label(sid)}", f"missing required section: {section_name(sid)}"
+                    11,
+                    f"section {section_label(sid)}",
+                    f"missing required section: {section_name(sid)}",
                 )
         # 12. embeddings size, and dtype agrees with the encoding
         entry = entries[SectionId.EMBEDDINGS]
@@ -362,18 +371,24 @@ class Container:
         n, dim = h.n_chunks, h.embedding_dim
         expected = emb.expected_size(entry.encoding, n, dim)
         if entry.size != expected:
-            raise _fail(12, where, f"embedding size mismatch: expected {expected}, got {entry.size}")
+            raise _fail(
+                12, where, f"embedding size mismatch: expected {expected}, got {entry.size}"
+            )
         stored = self.buf[entry.offset : entry.offset + entry.size]
         if entry.encoding == Encoding.INT8:
             version, kind = emb.read_int8_header(stored)
             if version != emb.INT8_VERSION or kind != emb.INT8_SCALE_KIND:
                 raise _fail(
-                    12, where, f"int8 embeddings version {version} scale_kind {kind}, expected 1 and 0"
+                    12,
+                    where,
+                    f"int8 embeddings version {version} scale_kind {kind}, expected 1 and 0",
                 )
         self.matrix = emb.view(stored, entry.encoding, n, dim)
         # 13. named spaces: their sections are checked structurally only in this version
         # 14. the search contract equals the manifest
-        contract = payloads.decode_json(SectionId.SEARCH_CONTRACT, self.payload(SectionId.SEARCH_CONTRACT))
+        contract = payloads.decode_json(
+            SectionId.SEARCH_CONTRACT, self.payload(SectionId.SEARCH_CONTRACT)
+        )
         for key in manifest_rules.CONTRACT_KEYS:
             if contract.get(key) != manifest[key]:
                 raise _fail(
@@ -393,7 +408,9 @@ class Container:
         self.spans = payloads.decode_spans(
             SectionId.CHUNKS_ORIGINAL_SPANS, self.payload(SectionId.CHUNKS_ORIGINAL_SPANS), n
         )
-        self.provenance = payloads.decode_json(SectionId.PROVENANCE, self.payload(SectionId.PROVENANCE))
+        self.provenance = payloads.decode_json(
+            SectionId.PROVENANCE, self.payload(SectionId.PROVENANCE)
+        )
         # 16. no NaN or Inf in the embeddings (for int8: in the scales)
         if nan_walk:
             row = self.matrix.first_non_finite()
@@ -440,7 +457,9 @@ def _unzstd(entry: Entry, stored: memoryview) -> bytes:
         raise _fail(8, where, f"zstd payload of section {sid} is invalid: {exc}") from None
     if len(out) != size:
         raise _fail(
-            8, where, f"zstd payload of section {sid} decodes to {len(out)} bytes, frame says {size}"
+            8,
+            where,
+            f"zstd payload of section {sid} decodes to {len(out)} bytes, frame says {size}",
         )
     return out
 

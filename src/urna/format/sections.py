@@ -20,7 +20,8 @@ from urna.format.layout import PREFIX, PREFIX_VERSION, SectionId, section_label
 U32 = struct.Struct("<I")
 SPAN_TAIL = struct.Struct("<QQ")
 CHUNK_ID_LEN = len("sha256:") + 64
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_IS_HEX = np.zeros(256, dtype=bool)
+_IS_HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = True
 
 
 def _err(section: int, message: str) -> FormatError:
@@ -80,13 +81,13 @@ def _check_utf8(section: int, data: np.ndarray, starts: np.ndarray, lengths: np.
     The concatenation of all strings must decode, and no non-empty string may
     start with a continuation byte: together these mean each string is whole.
     """
-    keep = np.zeros(len(data), dtype=bool)
-    if len(starts):
-        # Mark each string's bytes: +1 at its start, -1 at its end, cumulative sum.
-        marks = np.zeros(len(data) + 1, dtype=np.int32)
-        np.add.at(marks, starts, 1)
-        np.add.at(marks, starts + lengths, -1)
-        keep = np.cumsum(marks[:-1]) > 0
+    # Mark each string's bytes: +1 at its start, -1 at its end, running sum.
+    # Starts are distinct and so are ends, so plain fancy assignment is exact.
+    marks = np.zeros(len(data) + 1, dtype=np.int8)
+    ends = starts + lengths
+    marks[starts] += 1
+    marks[ends] -= 1
+    keep = np.cumsum(marks[:-1], dtype=np.int8).view(bool)
     joined = data[keep].tobytes()
     try:
         joined.decode("utf-8")
@@ -177,13 +178,17 @@ def decode_spans(section: int, payload: memoryview, count: int) -> Spans:
 
 
 def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarray:
-    """The chunk ids as an (n, 71) uint8 view; every one must be ``sha256:<64 lowercase hex>``."""
+    """The chunk ids as an (n, 71) uint8 view: each 71 bytes starting ``sha256:``.
+
+    That the 64 digest characters are lowercase hex is checked by the audit
+    (``urna validate``), which recomputes every id anyway.
+    """
     _check_prefix(section, payload, count)
     entry = 4 + CHUNK_ID_LEN
     expected = PREFIX.size + entry * count
     if len(payload) != expected:
         # Either a length field is not 71, or there are trailing bytes: find which.
-        starts, lengths = _walk(section, payload, count, 0)
+        _, lengths = _walk(section, payload, count, 0)
         bad = np.flatnonzero(lengths != CHUNK_ID_LEN)
         i = int(bad[0]) if len(bad) else 0
         raise _err(section, f"chunk id {i} is {lengths[i]} bytes, expected {CHUNK_ID_LEN}")
@@ -194,12 +199,20 @@ def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarra
         raise _err(section, f"chunk id {i} is {lengths[i]} bytes, expected {CHUNK_ID_LEN}")
     ids = rows[:, 4:]
     prefix_ok = np.all(ids[:, :7] == np.frombuffer(b"sha256:", dtype=np.uint8), axis=1)
-    hex_ok = np.all(np.isin(ids[:, 7:], _HEX), axis=1)
-    ok = prefix_ok & hex_ok
-    if not np.all(ok):
-        i = int(np.flatnonzero(~ok)[0])
+    if not np.all(prefix_ok):
+        i = int(np.flatnonzero(~prefix_ok)[0])
         raise _err(section, f"chunk id {i} is not sha256:<64 lowercase hex>")
     return ids
+
+
+def first_non_hex_chunk_id(ids: np.ndarray) -> int | None:
+    """The first chunk id whose 64 digest characters are not all lowercase hex (a full walk)."""
+    step = 1 << 16
+    for start in range(0, len(ids), step):
+        ok = np.all(_IS_HEX[ids[start : start + step, 7:]], axis=1)
+        if not np.all(ok):
+            return start + int(np.flatnonzero(~ok)[0])
+    return None
 
 
 def decode_json(section: int, payload: memoryview) -> dict[str, Any]:

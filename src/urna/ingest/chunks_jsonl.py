@@ -47,19 +47,15 @@ def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
     p = Path(path)
     if p.is_dir():
         raise FileError(f"not a file: {p} is a directory")
-    try:
-        handle = open(p, encoding="utf-8")
-    except FileNotFoundError:
-        raise FileError(f"file not found: {p}") from None
-    except PermissionError:
-        raise FileError(f"permission denied: {p}") from None
+    if not p.exists():
+        raise FileError(f"file not found: {p}")
     texts: list[str] = []
     uris: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     rows: list[list[float]] = []
     lines: list[int] = []
-    with handle:
+    with open(p, encoding="utf-8") as handle:
         try:
             for number, raw in enumerate(handle, 1):
                 if not raw.strip():

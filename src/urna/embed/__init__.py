@@ -1,0 +1,1 @@
+"""Embedding models: identity (model_hash) and, later, the backends that embed text."""

@@ -1,0 +1,82 @@
+"""Writes are atomic: a failed or killed write leaves the previous file intact."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import urna
+from tests.conftest import PLACEHOLDER, build_minimal
+from urna.format import writer
+
+
+def test_exception_mid_write_keeps_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.urna"
+    build_minimal(path)
+    before = path.read_bytes()
+
+    def broken(*args: object, **kwargs: object) -> int:
+        handle = args[0]
+        handle.write(b"URNA half a file")  # type: ignore[attr-defined]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer, "write_stream", broken)
+    with pytest.raises(OSError):
+        build_minimal(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.urna"]
+
+
+KILLED_WRITER = """
+import sys, numpy as np, urna
+n = 400_000
+urna.build(sys.argv[1], [{"text": f"t{i}", "source_uri": "s", "byte_start": i, "byte_end": i}
+           for i in range(n)], embeddings=np.ones((n, 256), dtype=np.float32),
+           model="m", model_hash="sha256:" + "0" * 64, chunker_version="c/1")
+"""
+
+
+def test_killed_build_keeps_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.urna"
+    build_minimal(path)
+    before = path.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)])
+    deadline = time.monotonic() + 120
+    try:
+        # Wait until the temporary file exists and is growing, then kill the writer.
+        while time.monotonic() < deadline:
+            temps = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+            if temps and temps[0].stat().st_size > 1 << 20:
+                break
+            if proc.poll() is not None:
+                pytest.fail("the writer finished before it could be killed")
+            time.sleep(0.01)
+        else:
+            pytest.fail("the writer never started writing")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert path.read_bytes() == before
+    with urna.open(path) as corpus:
+        assert corpus.n_chunks == 1
+
+
+def test_output_folder_missing_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        urna.build(
+            tmp_path / "no" / "such" / "f.urna",
+            [{"text": "a", "source_uri": "s", "byte_start": 0, "byte_end": 1}],
+            embeddings=np.ones((1, 2)),
+            model="m",
+            model_hash=PLACEHOLDER,
+            chunker_version="c",
+        )
