@@ -16,6 +16,8 @@ EXPECTED = {
     "FormatError",
     "Hit",
     "IntegrityError",
+    "ModelError",
+    "ModelGateError",
     "QueryError",
     "SearchResult",
     "Section",
@@ -52,5 +54,7 @@ def test_no_internal_names_leak() -> None:
         "format",
         "search",
         "ingest",
+        "embed",
+        "pipeline",
         "cli",
     }

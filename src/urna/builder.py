@@ -34,6 +34,9 @@ class ChunkInput:
     byte_start: int
     byte_end: int
     embedding: Sequence[float] | np.ndarray | None = None
+    section_path: str = ""  # e.g. "Guide / Install / Linux"
+    page: int = 0  # 1-based page of a paged source, 0 where none
+    source_ordinal: int = 0  # 1-based position of the chunk within its source, 0 if unknown
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,14 @@ class BuildResult:
         return citation_id(self.content_hash, self.chunk_ids[i])
 
 
+_OPTIONAL = {"embedding": None, "section_path": "", "page": 0, "source_ordinal": 0}
+
+
 def _field(chunk: ChunkInput | Mapping[str, Any], name: str, i: int) -> Any:
     if isinstance(chunk, Mapping):
         if name not in chunk:
-            if name == "embedding":
-                return None
+            if name in _OPTIONAL:
+                return _OPTIONAL[name]
             raise BuildError(f"chunk {i} is missing field {name!r}")
         return chunk[name]
     return getattr(chunk, name)
@@ -66,6 +72,16 @@ def _span(value: Any, name: str, i: int) -> int:
     if not 0 <= value <= U64_MAX:
         raise BuildError(f"chunk {i} {name} must be in [0, 2^64), got {value}")
     return value
+
+
+def _u32(value: Any, name: str, i: int) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not (0 <= value < 1 << 32)
+    ):
+        raise BuildError(f"chunk {i} {name} must be an integer in [0, 2^32), got {value!r}")
+    return int(value)
 
 
 def _text(value: Any, name: str, i: int) -> str:
@@ -181,6 +197,9 @@ def build(
     ends: list[int] = []
     ids: list[str] = []
     rows: list[Any] = []
+    meta_paths: list[bytes] = []
+    meta_pages: list[int] = []
+    meta_ordinals: list[int] = []
     seen: dict[str, int] = {}
     tail = chunker_tail(chunker_version)
     for i, chunk in enumerate(items):
@@ -200,6 +219,12 @@ def build(
         ends.append(end)
         ids.append(cid)
         rows.append(_field(chunk, "embedding", i))
+        section_path = _field(chunk, "section_path", i)
+        if not isinstance(section_path, str):
+            raise BuildError(f"chunk {i} section_path must be a string, got {section_path!r}")
+        meta_paths.append(section_path.encode("utf-8"))
+        meta_pages.append(_u32(_field(chunk, "page", i), "page", i))
+        meta_ordinals.append(_u32(_field(chunk, "source_ordinal", i), "source_ordinal", i))
     n = len(items)
     matrix = _matrix(rows, embeddings, n, dim)
     dim = int(matrix.shape[1])
@@ -247,8 +272,13 @@ def build(
         SectionId.PROVENANCE: payloads.encode_json(dict(provenance or {})),
         SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
     }
+    stored = dict(decoded)
+    if any(meta_paths) or any(meta_pages) or any(meta_ordinals):
+        stored[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
+            meta_paths, meta_pages, meta_ordinals
+        )
     sections = []
-    for sid, data in decoded.items():
+    for sid, data in stored.items():
         if sid == SectionId.EMBEDDINGS:
             sections.append(SectionPayload(sid, ENCODING_OF_DTYPE[dtype], data))
         elif compression == "zstd":

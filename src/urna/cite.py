@@ -69,3 +69,34 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
             f"source span mismatch: bytes {byte_start}-{byte_end} of {path} differ from the stored "
             f"text ({where})"
         )
+
+
+DERIVED_SUFFIXES = (".html", ".htm", ".pdf", ".docx", ".jsonl", ".csv")
+
+
+def derived_kind(path: Path) -> bool:
+    """Whether spans of this source index its extracted text rather than its bytes."""
+    return path.suffix.lower() in DERIVED_SUFFIXES
+
+
+def verify_derived(
+    path: Path, source_uri: str, byte_start: int, byte_end: int, expected: bytes
+) -> None:
+    """Extract the source again and compare the span of its extracted text."""
+    from urna.ingest.loaders import load
+
+    if not path.is_file():
+        raise CitationError(f"source not found: {path}")
+    try:
+        docs = load(path, source_uri.partition("#")[0])
+    except Exception as exc:  # the loader's own error on a file that changed or broke
+        raise SourceMismatchError(f"source {path} can no longer be read: {exc}") from None
+    doc = next((d for d in docs if d.source_uri == source_uri), None)
+    if doc is None:
+        raise SourceMismatchError(f"source span mismatch: {path} no longer holds {source_uri}")
+    actual = doc.data[byte_start:byte_end]
+    if actual != expected:
+        raise SourceMismatchError(
+            f"source span mismatch: extracted text bytes {byte_start}-{byte_end} of {path} differ "
+            "from the stored text"
+        )

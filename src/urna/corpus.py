@@ -11,15 +11,25 @@ from typing import Any
 
 import numpy as np
 
-from urna.cite import Citation, parse_citation, resolve_source, verify_source
-from urna.errors import CitationError
+from urna.cite import (
+    Citation,
+    derived_kind,
+    parse_citation,
+    resolve_source,
+    verify_derived,
+    verify_source,
+)
+from urna.embed.base import Embedder
+from urna.embed.gate import check_gate
+from urna.embed.registry import resolve
+from urna.errors import CitationError, QueryError
 from urna.format.audit import AuditReport, audit
 from urna.format.identity import citation_id
 from urna.format.layout import REQUIRED_SECTIONS
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.format.reader import Container, Verify
 from urna.search.exact import exact_top_k
-from urna.search.query import check_k, prepare
+from urna.search.query import check_k, check_mode, prepare
 from urna.search.result import RECALL_EXACT, Hit, SearchResult
 
 
@@ -34,6 +44,9 @@ class Chunk:
     byte_start: int
     byte_end: int
     citation_id: str
+    section_path: str = ""
+    page: int = 0
+    source_ordinal: int = 0  # 1-based position within its source, 0 if the file does not say
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,7 @@ class Corpus:
     def __init__(self, container: Container) -> None:
         self._c = container
         self.manifest: dict[str, Any] = dict(container.manifest)
-        self._id_index: dict[bytes, int] | None = None
+        self._embedders: dict[str | None, Embedder] = {}
 
     # --- what the file is ----------------------------------------------------
 
@@ -137,6 +150,16 @@ class Corpus:
             raise IndexError(f"chunk ordinal {i} out of range [0, {self.n_chunks})")
         cid = self.chunk_id(i)
         spans = self._c.spans
+        meta = self._c.chunk_meta
+        extra: dict[str, Any] = (
+            {
+                "section_path": meta.section_paths[i],
+                "page": int(meta.pages[i]),
+                "source_ordinal": int(meta.ordinals[i]),
+            }
+            if meta is not None
+            else {}
+        )
         return Chunk(
             ordinal=i,
             chunk_id=cid,
@@ -145,6 +168,7 @@ class Corpus:
             byte_start=int(spans.byte_start[i]),
             byte_end=int(spans.byte_end[i]),
             citation_id=citation_id(self.content_hash, cid),
+            **extra,
         )
 
     def text_bytes(self, i: int) -> bytes:
@@ -179,8 +203,51 @@ class Corpus:
         elapsed = (time.perf_counter() - t0) * 1000
         return SearchResult("exact", RECALL_EXACT, k, self.n_chunks, elapsed, hits)
 
+    def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+        """This file's own model, loaded once, after the model gate (name, dim, model_hash)."""
+        key = str(model_path) if model_path is not None else None
+        cached = self._embedders.get(key)
+        if cached is None:
+            cached = resolve(self.model, model_path=model_path)
+            check_gate(cached, self.manifest)
+            self._embedders[key] = cached
+        return cached
+
+    def search_text(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        mode: str = "auto",
+        embedder: Embedder | None = None,
+        model_path: str | os.PathLike[str] | None = None,
+    ) -> SearchResult:
+        """Embed ``text`` with this file's model (through the gate) and search by cosine."""
+        k = check_k(k)
+        mode = check_mode(mode, has_bm25=False)
+        if not isinstance(text, str) or not text.strip():
+            raise QueryError("empty query")
+        if embedder is not None:
+            check_gate(embedder, self.manifest)
+        else:
+            embedder = self.embedder(model_path=model_path)
+        embedder.load()  # query_time covers embedding the query, not loading the model
+        t0 = time.perf_counter()
+        vector = embedder.embed([text])[0]
+        q = prepare(vector, self.dim)
+        idx, scores = exact_top_k(self._c.matrix, q, k)
+        hits = self._hits(idx, scores, index_type="exact", reranked=False, method=mode)
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("exact", RECALL_EXACT, k, self.n_chunks, elapsed, hits, mode=mode)
+
     def _hits(
-        self, idx: np.ndarray, scores: np.ndarray, *, index_type: str, reranked: bool
+        self,
+        idx: np.ndarray,
+        scores: np.ndarray,
+        *,
+        index_type: str,
+        reranked: bool,
+        method: str | None = None,
     ) -> list[Hit]:
         content, fh, model = self.content_hash, self.file_hash, self.model
         hits = []
@@ -203,6 +270,10 @@ class Corpus:
                     file_hash=fh,
                     content_hash=content,
                     citation_id=c.citation_id,
+                    section_path=c.section_path,
+                    page=c.page,
+                    source_ordinal=c.source_ordinal,
+                    ranks={"vector": {"rank": rank, "score": float(score)}} if method else {},
                 )
             )
         return hits
@@ -220,15 +291,29 @@ class Corpus:
             raise CitationError(f"chunk not found: {cit.chunk_id}")
         return self.chunk(i)
 
+    def source_root(self) -> Path:
+        """Where relative source_uris live: the build's ``source_root`` next to this file."""
+        here = self.path.resolve().parent
+        root = self._c.provenance.get("source_root")
+        return (here / root).resolve() if isinstance(root, str) else here
+
     def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
         """Check that the source's bytes in the chunk's span equal its stored text.
 
         Relative source_uris are resolved against ``root``, by default the
-        folder that holds this .urna file. Returns the path that was read.
+        build's source root (recorded in provenance) or the folder holding
+        this .urna file. For derived formats (HTML, PDF, DOCX, JSONL and CSV
+        records) the span indexes the extracted text: the source is read and
+        extracted again, and that text's bytes are compared. Returns the path read.
         """
-        base = Path(root) if root is not None else self.path.resolve().parent
-        path = resolve_source(chunk.source_uri, base)
-        verify_source(path, chunk.byte_start, chunk.byte_end, self.text_bytes(chunk.ordinal))
+        base = Path(root) if root is not None else self.source_root()
+        uri = chunk.source_uri.partition("#")[0]
+        path = resolve_source(uri, base)
+        expected = self.text_bytes(chunk.ordinal)
+        if not derived_kind(path):
+            verify_source(path, chunk.byte_start, chunk.byte_end, expected)
+            return path
+        verify_derived(path, chunk.source_uri, chunk.byte_start, chunk.byte_end, expected)
         return path
 
     # --- the whole picture -----------------------------------------------------

@@ -7,6 +7,8 @@
     ├── FormatError          the file is not a valid .urna v1 container
     │   └── IntegrityError   a checksum or hash does not match the bytes
     ├── QueryError           a query (vector, k) is malformed
+    ├── ModelError           an embedding model cannot be found, loaded or used
+    ├── ModelGateError       a text query's embedder is not the model that built the file
     ├── CitationError        a citation is malformed or does not resolve
     │   └── SourceMismatchError  the cited source bytes no longer match
     └── BuildError           the input to a build is invalid
@@ -45,6 +47,14 @@ class IntegrityError(FormatError):
 
 class QueryError(UrnaError):
     """A query is malformed: bad JSON, wrong dimension, NaN, zero norm, bad k."""
+
+
+class ModelError(UrnaError):
+    """An embedding model cannot be found, loaded or used."""
+
+
+class ModelGateError(UrnaError):
+    """The query embedder differs from the file's model (name, dimension or model hash)."""
 
 
 class CitationError(UrnaError):

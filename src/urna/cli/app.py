@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,10 @@ import urna
 from urna.builder import build
 from urna.cli import render
 from urna.errors import UrnaError
+from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
+from urna.pipeline.run import run_build
+from urna.pipeline.spec import load_spec, spec_from_args
 from urna.search.query import parse_vector
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -140,36 +144,114 @@ def cite(file: str, citation: str, verify_source: bool, source_root: Path | None
 
 
 @cli.command(name="build")
+@click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="The .urna file to write.")
 @click.option(
     "--from-jsonl",
     "from_jsonl",
     type=click.Path(path_type=str),
-    required=True,
-    help="Chunks with vectors: text, source_uri, byte_start, byte_end, embedding per line.",
+    help="Chunks that already carry vectors: text, source_uri, byte_start, byte_end, embedding.",
 )
-@click.option(
-    "-o", "--output", type=click.Path(path_type=str), required=True, help="The .urna to write."
-)
-@click.option("--model", required=True, help="Name of the model that made the vectors.")
-@click.option("--dim", type=int, required=True, help="Embedding dimension.")
+@click.option("--model", default=None, help="Embedding model (documents) or its name (JSONL).")
+@click.option("--model-path", type=click.Path(path_type=Path), help="Load the model from a folder.")
+@click.option("--dim", type=int, help="Embedding dimension (with --from-jsonl).")
 @click.option(
     "--model-hash",
-    default="sha256:" + "0" * 64,
+    default=PLACEHOLDER_MODEL_HASH,
     show_default="the placeholder (text queries refuse it)",
-    help="sha256:<64 hex> of the model's files.",
+    help="sha256:<64 hex> of the model's files (with --from-jsonl).",
 )
-@click.option("--chunker-version", default="external/1", show_default=True)
 @click.option(
-    "--dtype",
-    type=click.Choice(["float32", "float16", "int8"]),
-    default="float32",
+    "--chunker-version",
+    default="external/1",
     show_default=True,
+    help="Chunker name recorded with --from-jsonl.",
 )
-@click.option("--compress", is_flag=True, help="zstd on every non-embedding section.")
+@click.option("--max-tokens", type=int, help="Chunk size limit in model tokens (default: window).")
+@click.option("--overlap", type=int, default=None, help="Tokens a chunk may repeat from the last.")
+@click.option("--dtype", type=click.Choice(["float32", "float16", "int8"]), default=None)
+@click.option("--compress", is_flag=True, default=None, help="zstd on the non-embedding sections.")
 @click.option("--title", default=None)
+@click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
+@click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
+@click.option(
+    "--progress/--quiet",
+    default=None,
+    help="Stage lines on stderr (default: when stderr is a terminal).",
+)
 def build_cmd(
+    inputs: tuple[Path, ...],
+    output: Path | None,
+    from_jsonl: str | None,
+    model: str | None,
+    model_path: Path | None,
+    dim: int | None,
+    model_hash: str,
+    chunker_version: str,
+    max_tokens: int | None,
+    overlap: int | None,
+    dtype: str | None,
+    compress: bool | None,
+    title: str | None,
+    dry_run: bool,
+    rebuild: bool,
+    progress: bool | None,
+) -> None:
+    """Build a .urna file: from documents (PATH... -o OUT), a SPEC.toml, or --from-jsonl vectors."""
+    if from_jsonl is not None:
+        if inputs:
+            raise click.UsageError("--from-jsonl takes no other inputs")
+        if output is None or model is None or dim is None:
+            raise click.UsageError("--from-jsonl needs -o, --model and --dim")
+        _build_jsonl(
+            from_jsonl,
+            output,
+            model,
+            dim,
+            model_hash,
+            chunker_version,
+            dtype or "float32",
+            bool(compress),
+            title,
+        )
+        return
+    if not inputs:
+        raise click.UsageError("give a SPEC.toml, or files and folders with -o OUT.urna")
+    options = {
+        "model": model,
+        "model_path": model_path,
+        "max_tokens": max_tokens,
+        "overlap_tokens": overlap,
+        "dtype": dtype,
+        "compress": compress,
+    }
+    if len(inputs) == 1 and inputs[0].suffix == ".toml":
+        spec = load_spec(inputs[0], output=output)
+        overrides: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+        spec = replace(spec, **overrides)
+        if title:
+            spec.metadata["title"] = title
+    else:
+        if output is None:
+            raise click.UsageError("building from files and folders needs -o OUT.urna")
+        spec = spec_from_args(list(inputs), output, **options)
+        if title:
+            spec.metadata["title"] = title
+    show = sys.stderr.isatty() if progress is None else progress
+    report = (lambda m: click.echo(m, err=True)) if show else (lambda m: None)
+    summary = run_build(
+        spec,
+        report=report,
+        warn=lambda m: click.echo(f"warning: {m}", err=True),
+        dry_run=dry_run,
+        use_cache=not rebuild,
+    )
+    _out(render.build_summary(summary))
+
+
+def _build_jsonl(
     from_jsonl: str,
-    output: str,
+    output: Path,
     model: str,
     dim: int,
     model_hash: str,
@@ -178,7 +260,6 @@ def build_cmd(
     compress: bool,
     title: str | None,
 ) -> None:
-    """Write a .urna file from chunks that already carry their vectors."""
     if dim <= 0:
         raise urna.BuildError(f"--dim must be > 0, got {dim}")
     t0 = time.perf_counter()
@@ -211,6 +292,88 @@ def build_cmd(
             ]
         )
     )
+
+
+mode_option = click.option(
+    "--mode",
+    type=click.Choice(["auto", "hybrid", "vector", "text"]),
+    default="auto",
+    show_default=True,
+    help="Which methods answer (this version's files carry vectors only).",
+)
+model_path_option = click.option(
+    "--model-path",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder holding the file's model (default: found by the model's name).",
+)
+
+
+@cli.command(name="search-text")
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("text")
+@k_option
+@mode_option
+@click.option(
+    "--candidates",
+    type=int,
+    default=None,
+    help="Candidates per method before fusion (default max(4k, 64)).",
+)
+@model_path_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def search_text(
+    file: str,
+    text: str,
+    k: int,
+    mode: str,
+    candidates: int | None,
+    model_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Search by text: embed it with the file's own model (after the model gate)."""
+    with _open(file) as corpus:
+        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        _out(
+            json.dumps(result.to_dict(), ensure_ascii=False)
+            if as_json
+            else render.hit_block(result)
+        )
+
+
+@cli.command()
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("text")
+@k_option
+@mode_option
+@click.option(
+    "--disclose",
+    type=click.Choice(["answer", "explain"]),
+    default="answer",
+    show_default=True,
+    help="explain: also show the route and candidate counts.",
+)
+@model_path_option
+def ask(file: str, text: str, k: int, mode: str, disclose: str, model_path: Path | None) -> None:
+    """The passages that answer a question, each with its citation."""
+    with _open(file) as corpus:
+        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        _out(render.ask(result, explain=disclose == "explain"))
+
+
+@cli.command()
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("text")
+@k_option
+@mode_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl", show_default=True
+)
+@model_path_option
+def retrieve(file: str, text: str, k: int, mode: str, fmt: str, model_path: Path | None) -> None:
+    """Hits as JSON for programs: one object per hit (jsonl) or one array (json)."""
+    with _open(file) as corpus:
+        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        _out(render.retrieve(result, fmt))
 
 
 def main() -> None:

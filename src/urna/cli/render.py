@@ -121,3 +121,71 @@ def cite(corpus: Corpus, chunk: Chunk, extra: Iterable[tuple[str, Any]] = ()) ->
     lines += [kv(k, v) for k, v in extra]
     lines += ["text:", chunk.text]
     return "\n".join(lines)
+
+
+def build_summary(summary: Any) -> str:
+    files = f"{summary.files}" + (f" ({len(summary.skipped)} skipped)" if summary.skipped else "")
+    lines = [
+        kv("dry_run" if summary.dry_run else "wrote", summary.output),
+        kv("files", files),
+        kv("documents", summary.documents),
+        kv("chunks", summary.chunks),
+        kv("model", summary.model),
+    ]
+    if not summary.dry_run:
+        lines += [
+            kv("embedded", summary.embedded),
+            kv("cached", summary.cached),
+            kv("size", f"{summary.size} bytes"),
+        ]
+    lines.append(kv("time", f"{summary.seconds:.3f} s"))
+    if not summary.dry_run:
+        lines += [kv("file_hash", summary.file_hash), kv("content_hash", summary.content_hash)]
+    return "\n".join(lines)
+
+
+def ask(result: SearchResult, *, explain: bool) -> str:
+    lines: list[str] = []
+    if explain:
+        lines += [
+            kv("route", f"{result.mode} ({result.index_type} cosine over every chunk)"),
+            kv("candidates", f"vector={result.k_returned}"),
+            kv("rerank_source", "none (exact scores)"),
+            "",
+        ]
+    if not result.hits:
+        lines.append("no hits.")
+    for h in result.hits:
+        lines += [h.text, f"  -- {h.citation_id} ({h.source_uri})", ""]
+    return "\n".join(lines).rstrip("\n") + ("\n" if result.hits else "")
+
+
+def hit_record(h: Any) -> dict[str, Any]:
+    record = {
+        "chunk_id": h.chunk_id,
+        "score": h.score,
+        "score_type": h.score_type,
+        "source_uri": h.source_uri,
+        "offset_start": h.byte_start,
+        "offset_end": h.byte_end,
+        "citation_id": h.citation_id,
+        "text": h.text,
+        "file_hash": h.file_hash,
+        "content_hash": h.content_hash,
+    }
+    if h.section_path:
+        record["section_path"] = h.section_path
+    if h.page:
+        record["page"] = h.page
+    if h.ranks:
+        record["ranks"] = h.ranks
+    return record
+
+
+def retrieve(result: SearchResult, fmt: str) -> str:
+    import json
+
+    records = [hit_record(h) for h in result.hits]
+    if fmt == "json":
+        return json.dumps(records, ensure_ascii=False, indent=2)
+    return "\n".join(json.dumps(r, ensure_ascii=False) for r in records)

@@ -85,6 +85,7 @@ class SectionId(enum.IntEnum):
     BM25_INDEX = 0x08
     EMBEDDINGS_FP = 0x09
     GRAPH_ADJACENCY = 0x0C
+    CHUNK_META = 0x10  # this implementation's own: section path, page, ordinal per chunk
     SPACE_TABLE = 0x15
 
 

@@ -408,6 +408,11 @@ class Container:
         self.spans = payloads.decode_spans(
             SectionId.CHUNKS_ORIGINAL_SPANS, self.payload(SectionId.CHUNKS_ORIGINAL_SPANS), n
         )
+        self.chunk_meta = (
+            payloads.decode_chunk_meta(SectionId.CHUNK_META, self.payload(SectionId.CHUNK_META), n)
+            if SectionId.CHUNK_META in entries
+            else None
+        )
         self.provenance = payloads.decode_json(
             SectionId.PROVENANCE, self.payload(SectionId.PROVENANCE)
         )

@@ -177,6 +177,40 @@ def decode_spans(section: int, payload: memoryview, count: int) -> Spans:
     return Spans(StringTable(payload, starts, lengths), byte_start, byte_end)
 
 
+META_TAIL = struct.Struct("<II")
+
+
+def encode_chunk_meta(
+    paths: Sequence[bytes], pages: Sequence[int], ordinals: Sequence[int]
+) -> bytes:
+    """0x10 chunk_meta: per chunk a u32-length section path, u32 page (0 = none), u32 ordinal."""
+    parts = [_prefix(len(paths))]
+    for path, page, ordinal in zip(paths, pages, ordinals, strict=True):
+        parts.append(U32.pack(len(path)))
+        parts.append(path)
+        parts.append(META_TAIL.pack(page, ordinal))
+    return b"".join(parts)
+
+
+@dataclass(frozen=True)
+class ChunkMeta:
+    section_paths: StringTable
+    pages: np.ndarray
+    ordinals: np.ndarray
+
+
+def decode_chunk_meta(section: int, payload: memoryview, count: int) -> ChunkMeta:
+    _check_prefix(section, payload, count)
+    starts, lengths = _walk(section, payload, count, META_TAIL.size)
+    data = np.frombuffer(payload, dtype=np.uint8)
+    _check_utf8(section, data, starts, lengths)
+    tails = (starts + lengths)[:, None] + np.arange(META_TAIL.size)[None, :]
+    packed = data[tails].reshape(-1).view("<u4").reshape(count, 2) if count else np.empty((0, 2))
+    return ChunkMeta(
+        StringTable(payload, starts, lengths), packed[:, 0].copy(), packed[:, 1].copy()
+    )
+
+
 def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarray:
     """The chunk ids as an (n, 71) uint8 view: each 71 bytes starting ``sha256:``.
 

@@ -21,7 +21,9 @@ from urna.ingest.document import Document
 CHUNKER_VERSION = "urna-structure/1"
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
-_SENTENCE_END = re.compile(rb"(?<=[.!?;:])[\"')\]]*\s+|(?<=\xe3\x80\x82)|(?<=\xef\xbc\x81)|(?<=\xef\xbc\x9f)")
+_SENTENCE_END = re.compile(
+    rb"(?<=[.!?;:])[\"')\]]*\s+|(?<=\xe3\x80\x82)|(?<=\xef\xbc\x81)|(?<=\xef\xbc\x9f)"
+)
 _WORD = re.compile(rb"\S+\s*")
 
 
@@ -49,7 +51,9 @@ class ChunkSpan:
     ordinal: int  # 1-based, within its source
 
 
-def _split(doc: Document, start: int, end: int, pattern: re.Pattern[bytes]) -> list[tuple[int, int]]:
+def _split(
+    doc: Document, start: int, end: int, pattern: re.Pattern[bytes]
+) -> list[tuple[int, int]]:
     parts, pos = [], start
     for m in pattern.finditer(doc.data, start, end):
         if m.end() > pos and m.end() < end:
@@ -110,7 +114,9 @@ def _fit(
     return fixed
 
 
-def _cut_word(doc: Document, start: int, end: int, limit: int, count: TokenCounter) -> list[tuple[int, int, int]]:
+def _cut_word(
+    doc: Document, start: int, end: int, limit: int, count: TokenCounter
+) -> list[tuple[int, int, int]]:
     out = []
     pos = start
     while pos < end:
@@ -146,11 +152,14 @@ def _pieces(doc: Document, limit: int, count: TokenCounter) -> list[Piece]:
             stack.append((block.level, title))
         section = tuple(title for _, title in stack)
         if tokens <= limit:
-            pieces.append(Piece(block.start, block.end, tokens, block.kind == "heading", section,
-                                block.page))
+            pieces.append(
+                Piece(block.start, block.end, tokens, block.kind == "heading", section, block.page)
+            )
         else:
             for i, (a, b, n) in enumerate(_fit(doc, block.start, block.end, limit, count)):
-                pieces.append(Piece(a, b, n, block.kind == "heading" and i == 0, section, block.page))
+                pieces.append(
+                    Piece(a, b, n, block.kind == "heading" and i == 0, section, block.page)
+                )
     return pieces
 
 

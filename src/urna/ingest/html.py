@@ -8,11 +8,35 @@ from html.parser import HTMLParser
 from urna.ingest.document import Assembler, Document
 
 _SKIP = {"script", "style", "noscript", "template", "head", "svg"}
-_BLOCKS = {"p": "paragraph", "li": "list_item", "pre": "code", "blockquote": "paragraph",
-           "dd": "paragraph", "dt": "paragraph", "figcaption": "paragraph", "caption": "paragraph"}
+_BLOCKS = {
+    "p": "paragraph",
+    "li": "list_item",
+    "pre": "code",
+    "blockquote": "paragraph",
+    "dd": "paragraph",
+    "dt": "paragraph",
+    "figcaption": "paragraph",
+    "caption": "paragraph",
+}
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
-_BREAKS = {"div", "section", "article", "main", "header", "footer", "br", "hr", "ul", "ol",
-           "body", "nav", "aside", "form", "table", "tr"}
+_BREAKS = {
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "br",
+    "hr",
+    "ul",
+    "ol",
+    "body",
+    "nav",
+    "aside",
+    "form",
+    "table",
+    "tr",
+}
 _SPACE = re.compile(r"\s+")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from urna.ingest.docx import load_docx
 from urna.ingest.document import Document
+from urna.ingest.docx import load_docx
 from urna.ingest.html import load_html
 from urna.ingest.markdown import load_markdown
 from urna.ingest.pdf import load_pdf

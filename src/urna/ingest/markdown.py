@@ -1,4 +1,4 @@
-"""Markdown via markdown-it-py: headings, paragraphs, list items, tables, code; spans are file bytes."""
+"""Markdown via markdown-it-py: headings, paragraphs, list items, tables, code; file-byte spans."""
 
 from __future__ import annotations
 

@@ -57,8 +57,11 @@ def load_csv(data: bytes, source_uri: str) -> list[Document]:
     docs = []
     for number, row in enumerate(reader, 1):
         rid = str(row.get("_id") or row.get("id") or f"row={number}")
-        lines = [f"{k}: {v.strip()}" for k, v in row.items()
-                 if k not in (None, "id", "_id") and isinstance(v, str) and v.strip()]
+        lines = [
+            f"{k}: {v.strip()}"
+            for k, v in row.items()
+            if k not in (None, "id", "_id") and isinstance(v, str) and v.strip()
+        ]
         doc = _record(source_uri, rid, "csv", "", "\n".join(lines))
         if doc.blocks:
             docs.append(doc)

@@ -28,6 +28,10 @@ class Hit:
     file_hash: str
     content_hash: str
     citation_id: str
+    section_path: str = ""
+    page: int = 0
+    source_ordinal: int = 0
+    ranks: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,6 +45,7 @@ class SearchResult:
     n_chunks: int
     query_time_ms: float
     hits: list[Hit] = field(default_factory=list)
+    mode: str | None = None
 
     @property
     def k_returned(self) -> int:
@@ -53,6 +58,7 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index_type": self.index_type,
+            **({"mode": self.mode} if self.mode else {}),
             "recall": 1 if self.recall == RECALL_EXACT else None,
             "recall_note": None if self.recall == RECALL_EXACT else self.recall,
             "truncated": self.truncated,

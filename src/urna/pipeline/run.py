@@ -1,0 +1,205 @@
+"""Run a build: discover, load, chunk, embed (with the cache), write atomically, verify."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from urna import __version__
+from urna.builder import build
+from urna.embed.base import Embedder, cache_dir
+from urna.embed.cache import EmbeddingCache
+from urna.embed.registry import resolve
+from urna.errors import BuildError, UrnaError
+from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_document
+from urna.ingest.loaders import load
+from urna.pipeline.discover import discover
+from urna.pipeline.spec import BuildSpec
+
+Report = Callable[[str], None]
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BuildSummary:
+    output: Path
+    files: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    documents: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    size: int = 0
+    seconds: float = 0.0
+    file_hash: str = ""
+    content_hash: str = ""
+    model: str = ""
+    dry_run: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def chunker_version(max_tokens: int, overlap: int) -> str:
+    return f"{CHUNKER_VERSION} max_tokens={max_tokens} overlap={overlap}"
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def embed_cached(
+    embedder: Embedder, texts: list[str], *, cache: EmbeddingCache | None, report: Report = _quiet
+) -> tuple[np.ndarray, int]:
+    """Vectors for every text, embedding only those the cache lacks; (matrix, newly embedded)."""
+    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    found = (
+        cache.get_many(embedder.model_hash, texts, embedder.dim) if cache else [None] * len(texts)
+    )
+    todo: dict[str, list[int]] = {}
+    for i, (text, vec) in enumerate(zip(texts, found, strict=True)):
+        if vec is None:
+            todo.setdefault(text, []).append(i)
+        else:
+            out[i] = vec
+    if todo:
+        unique = sorted(todo, key=len)  # length-sorted batches: little padding
+        report(f"embed: {len(unique)} texts with {embedder.name}")
+        vectors = embedder.embed(unique)
+        for text, vec in zip(unique, vectors, strict=True):
+            out[todo[text]] = vec
+        if cache:
+            cache.put_many(embedder.model_hash, unique, vectors)
+    return out, len(todo)
+
+
+def run_build(
+    spec: BuildSpec,
+    *,
+    report: Report = _quiet,
+    warn: Report = _quiet,
+    dry_run: bool = False,
+    use_cache: bool = True,
+    embedder: Embedder | None = None,
+) -> BuildSummary:
+    t0 = time.perf_counter()
+    summary = BuildSummary(output=spec.output, dry_run=dry_run)
+    out = spec.output
+    if out.exists() and out.is_dir():
+        raise BuildError(f"output {out} is a directory")
+    if not out.parent.exists():
+        raise BuildError(f"output folder not found: {out.parent}")
+    embedder = embedder or resolve(spec.model, model_path=spec.model_path)
+    summary.model = embedder.name
+    max_tokens = spec.max_tokens or embedder.max_tokens
+    if max_tokens > embedder.max_tokens:
+        raise BuildError(
+            f"max_tokens {max_tokens} exceeds the window of {embedder.name} "
+            f"({embedder.max_tokens} tokens): longer chunks would be truncated"
+        )
+
+    stage = time.perf_counter()
+    files, skipped = discover(spec.sources, spec.base)
+    for path, reason in skipped:
+        warn(f"skipped {path}: {reason}")
+    summary.skipped = [(str(p), r) for p, r in skipped]
+    report(f"discover: {len(files)} files")
+    summary.timings["discover"] = time.perf_counter() - stage
+
+    stage = time.perf_counter()
+    spans: list[ChunkSpan] = []
+    for found in files:
+        try:
+            docs = load(found.path, found.source_uri)
+            pieces = [
+                chunk_document(
+                    d,
+                    embedder.count_tokens,
+                    max_tokens=max_tokens,
+                    overlap_tokens=spec.overlap_tokens,
+                )
+                for d in docs
+            ]
+        except (UrnaError, ValueError, OSError, KeyError, IndexError) as exc:
+            reason = str(exc) or type(exc).__name__
+            warn(f"skipped {found.path}: {reason}")
+            summary.skipped.append((str(found.path), reason))
+            continue
+        except Exception as exc:  # a loader library's own error on a malformed file
+            warn(f"skipped {found.path}: unreadable {found.kind} ({type(exc).__name__}: {exc})")
+            summary.skipped.append((str(found.path), f"{type(exc).__name__}: {exc}"))
+            continue
+        summary.files += 1
+        summary.documents += len(docs)
+        for group in pieces:
+            spans.extend(group)
+    summary.chunks = len(spans)
+    summary.timings["load+chunk"] = time.perf_counter() - stage
+    report(f"chunk: {summary.documents} documents, {len(spans)} chunks (<= {max_tokens} tokens)")
+    if not spans:
+        raise BuildError(
+            f"nothing usable to build: {len(files)} supported files, {len(summary.skipped)} "
+            "skipped, 0 chunks"
+        )
+    if dry_run:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    stage = time.perf_counter()
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
+    try:
+        vectors, embedded = embed_cached(
+            embedder, [s.text for s in spans], cache=cache, report=report
+        )
+    finally:
+        if cache:
+            cache.close()
+    summary.embedded = embedded
+    summary.cached = len({s.text for s in spans}) - embedded
+    summary.timings["embed"] = time.perf_counter() - stage
+
+    stage = time.perf_counter()
+    root = Path(os.path.relpath(spec.base.resolve(), out.resolve().parent)).as_posix()
+    provenance = {
+        "builder": f"urna {__version__}",
+        "files": summary.files,
+        "source_root": root,
+    }
+    chunks = [
+        {
+            "text": s.text,
+            "source_uri": s.source_uri,
+            "byte_start": s.start,
+            "byte_end": s.end,
+            "section_path": s.section_path,
+            "page": s.page,
+            "source_ordinal": s.ordinal,
+        }
+        for s in spans
+    ]
+    meta = dict(spec.metadata)
+    result = build(
+        out,
+        chunks,
+        embeddings=vectors,
+        model=embedder.name,
+        model_hash=embedder.model_hash,
+        chunker_version=chunker_version(max_tokens, spec.overlap_tokens),
+        dtype=spec.dtype,  # type: ignore[arg-type]
+        compression="zstd" if spec.compress else None,
+        provenance=provenance,
+        title=meta.pop("title", None),
+        description=meta.pop("description", None),
+        extra_manifest=meta,
+    )
+    summary.timings["write+verify"] = time.perf_counter() - stage
+    report(f"write: {out} ({result.size} bytes), verified")
+    summary.size = result.size
+    summary.file_hash = result.file_hash
+    summary.content_hash = result.content_hash
+    summary.seconds = time.perf_counter() - t0
+    return summary

@@ -1,0 +1,174 @@
+"""The build spec: a declarative TOML file, or the same thing made from zero-config arguments.
+
+```toml
+[output]
+path = "out/notes.urna"      # relative to this file's folder
+dtype = "float32"            # float32 | float16 | int8
+compress = false             # zstd on the non-embedding sections
+title = "My notes"
+
+[model]
+name = "minilm"              # see `urna.embed.registry`
+# path = "models/minilm"     # load that model's files from a folder
+
+[chunking]
+max_tokens = 254             # default: the model's window
+overlap_tokens = 0
+
+[[sources]]
+path = "docs"
+include = ["**/*.md", "**/*.pdf"]   # default: every supported file
+exclude = ["drafts/**"]
+
+[metadata]
+description = "..."          # title, description, version, license, authors
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from urna.embed.registry import DEFAULT_MODEL
+from urna.errors import BuildError
+
+DTYPES = ("float32", "float16", "int8")
+METADATA_KEYS = ("title", "description", "version", "license", "authors")
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    sources: tuple[Source, ...]
+    output: Path
+    base: Path  # source_uris are relative to this folder
+    model: str = DEFAULT_MODEL
+    model_path: Path | None = None
+    max_tokens: int | None = None
+    overlap_tokens: int = 0
+    dtype: str = "float32"
+    compress: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _table(doc: dict[str, Any], key: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise BuildError(f"spec: [{key}] must be a table")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise BuildError(f"spec: unknown key {key}.{unknown[0]} (allowed: {', '.join(allowed)})")
+    return value
+
+
+def _typed(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = table.get(key)
+    if value is not None and (
+        not isinstance(value, kind) or (isinstance(value, bool) and kind is int)
+    ):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise BuildError(f"spec: {where}.{key} must be {names}, got {value!r}")
+    return value
+
+
+def _globs(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise BuildError(f"spec: {where} must be a list of glob strings")
+    return tuple(value)
+
+
+def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BuildError(f"spec not found: {path}") from None
+    except IsADirectoryError:
+        raise BuildError(f"spec is a directory: {path}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BuildError(f"spec {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(doc) - {"output", "model", "chunking", "sources", "metadata"})
+    if unknown:
+        raise BuildError(f"spec: unknown table [{unknown[0]}]")
+    base = path.resolve().parent
+    out = _table(doc, "output", ("path", "dtype", "compress", "title"))
+    model = _table(doc, "model", ("name", "path"))
+    chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
+    metadata = _table(doc, "metadata", METADATA_KEYS)
+    sources_raw = doc.get("sources")
+    if not isinstance(sources_raw, list) or not sources_raw:
+        raise BuildError("spec: at least one [[sources]] entry with a path is required")
+    sources = []
+    for i, entry in enumerate(sources_raw):
+        if not isinstance(entry, dict):
+            raise BuildError(f"spec: sources[{i}] must be a table")
+        bad = sorted(set(entry) - {"path", "include", "exclude"})
+        if bad:
+            raise BuildError(f"spec: unknown key sources[{i}].{bad[0]}")
+        src = _typed(entry, "path", str, f"sources[{i}]")
+        if not src:
+            raise BuildError(f"spec: sources[{i}].path is required")
+        sources.append(
+            Source(
+                base / src,
+                _globs(entry.get("include"), f"sources[{i}].include"),
+                _globs(entry.get("exclude"), f"sources[{i}].exclude"),
+            )
+        )
+    out_path = _typed(out, "path", str, "output")
+    if output is None and not out_path:
+        raise BuildError("spec: output.path is required (or pass -o)")
+    dtype = _typed(out, "dtype", str, "output") or "float32"
+    if dtype not in DTYPES:
+        raise BuildError(f"spec: output.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    max_tokens = _typed(chunking, "max_tokens", int, "chunking")
+    overlap = _typed(chunking, "overlap_tokens", int, "chunking") or 0
+    title = _typed(out, "title", str, "output")
+    meta = dict(metadata)
+    if title:
+        meta["title"] = title
+    for key, value in meta.items():
+        if key == "authors":
+            if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+                raise BuildError("spec: metadata.authors must be a list of strings")
+        elif not isinstance(value, str):
+            raise BuildError(f"spec: metadata.{key} must be a string")
+    model_path = _typed(model, "path", str, "model")
+    return BuildSpec(
+        sources=tuple(sources),
+        output=output if output is not None else base / out_path,
+        base=base,
+        model=_typed(model, "name", str, "model") or DEFAULT_MODEL,
+        model_path=base / model_path if model_path else None,
+        max_tokens=max_tokens,
+        overlap_tokens=overlap,
+        dtype=dtype,
+        compress=bool(_typed(out, "compress", bool, "output")),
+        metadata=meta,
+    )
+
+
+def spec_from_args(paths: list[Path], output: Path, **options: Any) -> BuildSpec:
+    """Zero-config: every supported file under the given paths; source_uris relative to the CWD."""
+    if not paths:
+        raise BuildError("nothing to build: give at least one file or folder")
+    return BuildSpec(
+        sources=tuple(Source(p) for p in paths),
+        output=output,
+        base=Path.cwd(),
+        **{k: v for k, v in options.items() if v is not None},
+    )
