@@ -176,7 +176,8 @@ def chunk_document(
     current: list[Piece] = []
     total = 0
     for piece in pieces:
-        starts_section = piece.heading and current
+        # A heading starts a new chunk, unless the chunk so far holds only headings.
+        starts_section = piece.heading and current and not all(p.heading for p in current)
         if starts_section or (current and total + piece.tokens > max_tokens):
             groups.append(current)
             carry: list[Piece] = []
@@ -211,7 +212,7 @@ def chunk_document(
                 end=group[-1].end,
                 text=text,
                 tokens=tokens,
-                section_path=" / ".join(group[0].section),
+                section_path=" / ".join(group[-1].section),
                 page=group[0].page,
                 ordinal=len(chunks) + 1,
             )

@@ -55,7 +55,11 @@ def _quiet(_: str) -> None:
 def embed_cached(
     embedder: Embedder, texts: list[str], *, cache: EmbeddingCache | None, report: Report = _quiet
 ) -> tuple[np.ndarray, int]:
-    """Vectors for every text, embedding only those the cache lacks; (matrix, newly embedded)."""
+    """Vectors for every text, embedding only those the cache lacks.
+
+    Returns the matrix and how many of the texts were embedded now (a text that
+    appears twice is embedded once but counted twice).
+    """
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     found = (
         cache.get_many(embedder.model_hash, texts, embedder.dim) if cache else [None] * len(texts)
@@ -74,7 +78,7 @@ def embed_cached(
             out[todo[text]] = vec
         if cache:
             cache.put_many(embedder.model_hash, unique, vectors)
-    return out, len(todo)
+    return out, sum(len(positions) for positions in todo.values())
 
 
 def run_build(
@@ -96,6 +100,12 @@ def run_build(
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)
     summary.model = embedder.name
     max_tokens = spec.max_tokens or embedder.max_tokens
+    if max_tokens < 8:
+        raise BuildError(f"max_tokens must be at least 8, got {max_tokens}")
+    if not 0 <= spec.overlap_tokens < max_tokens // 2:
+        raise BuildError(
+            f"overlap_tokens must be in [0, {max_tokens // 2}), got {spec.overlap_tokens}"
+        )
     if max_tokens > embedder.max_tokens:
         raise BuildError(
             f"max_tokens {max_tokens} exceeds the window of {embedder.name} "
@@ -159,7 +169,7 @@ def run_build(
         if cache:
             cache.close()
     summary.embedded = embedded
-    summary.cached = len({s.text for s in spans}) - embedded
+    summary.cached = len(spans) - embedded
     summary.timings["embed"] = time.perf_counter() - stage
 
     stage = time.perf_counter()

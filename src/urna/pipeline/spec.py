@@ -27,6 +27,7 @@ description = "..."          # title, description, version, license, authors
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,12 +164,23 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
 
 
 def spec_from_args(paths: list[Path], output: Path, **options: Any) -> BuildSpec:
-    """Zero-config: every supported file under the given paths; source_uris relative to the CWD."""
+    """Zero-config: every supported file under the given paths.
+
+    source_uris are relative to the current folder when every input lies inside
+    it, else to the inputs' common parent folder (so a folder given by an
+    absolute path yields ``docs/...``, not ``../../docs/...``).
+    """
     if not paths:
         raise BuildError("nothing to build: give at least one file or folder")
+    cwd = Path.cwd().resolve()
+    resolved = [p.resolve() for p in paths]
+    if all(r == cwd or cwd in r.parents for r in resolved):
+        base = cwd
+    else:
+        base = Path(os.path.commonpath([r.parent for r in resolved]))
     return BuildSpec(
         sources=tuple(Source(p) for p in paths),
         output=output,
-        base=Path.cwd(),
+        base=base,
         **{k: v for k, v in options.items() if v is not None},
     )
