@@ -71,10 +71,17 @@ def _rstrip(data: bytes, start: int, end: int) -> int:
 
 
 def _fit(
-    doc: Document, start: int, end: int, limit: int, count: TokenCounter, depth: int = 0
+    doc: Document,
+    start: int,
+    end: int,
+    limit: int,
+    count: TokenCounter,
+    depth: int = 0,
+    tokens: int | None = None,
 ) -> list[tuple[int, int, int]]:
     """(start, end, tokens) pieces of [start, end), each within ``limit`` tokens."""
-    (tokens,) = count([doc.text(start, end)])
+    if tokens is None:
+        (tokens,) = count([doc.text(start, end)])
     if tokens <= limit:
         return [(start, end, tokens)]
     pattern = _SENTENCE_END if depth == 0 else _WORD
@@ -91,7 +98,7 @@ def _fit(
         if n > limit:
             if cur_end > cur_start:
                 out.append((cur_start, cur_end, cur_tokens))
-            out.extend(_fit(doc, a, b, limit, count, depth + 1))
+            out.extend(_fit(doc, a, b, limit, count, depth + 1, n))
             cur_start, cur_end, cur_tokens = b, b, 0
             continue
         if cur_end > cur_start and cur_tokens + n > limit:
@@ -101,8 +108,11 @@ def _fit(
         cur_tokens += n
     if cur_end > cur_start:
         out.append((cur_start, cur_end, cur_tokens))
-    # Sums of parts approximate the joined count; re-count and split again where needed.
-    exact = count([doc.text(a, b) for a, b, _ in out])
+    # Sums of parts approximate the joined count: re-count those near the limit.
+    near = [i for i, (_, _, n) in enumerate(out) if n + JOIN_MARGIN * 8 > limit]
+    exact = [n for _, _, n in out]
+    for i, n in zip(near, count([doc.text(out[i][0], out[i][1]) for i in near]), strict=True):
+        exact[i] = n
     fixed: list[tuple[int, int, int]] = []
     for (a, b, _), n in zip(out, exact, strict=True):
         if n > limit and depth < 2:
@@ -139,11 +149,14 @@ def _cut_word(
     return out
 
 
-def _pieces(doc: Document, limit: int, count: TokenCounter) -> list[Piece]:
+def _pieces(
+    doc: Document, limit: int, count: TokenCounter, counts: Sequence[int] | None
+) -> list[Piece]:
     stack: list[tuple[int, str]] = []
     pieces: list[Piece] = []
-    texts = [doc.text(b.start, b.end) for b in doc.blocks]
-    counts = count(texts) if texts else []
+    if counts is None:
+        texts = [doc.text(b.start, b.end) for b in doc.blocks]
+        counts = count(texts) if texts else []
     for block, tokens in zip(doc.blocks, counts, strict=True):
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
@@ -156,22 +169,52 @@ def _pieces(doc: Document, limit: int, count: TokenCounter) -> list[Piece]:
                 Piece(block.start, block.end, tokens, block.kind == "heading", section, block.page)
             )
         else:
-            for i, (a, b, n) in enumerate(_fit(doc, block.start, block.end, limit, count)):
+            fitted = _fit(doc, block.start, block.end, limit, count, tokens=tokens)
+            for i, (a, b, n) in enumerate(fitted):
                 pieces.append(
                     Piece(a, b, n, block.kind == "heading" and i == 0, section, block.page)
                 )
     return pieces
 
 
+# A join between two pieces can change the token count by a few tokens at most (a
+# separator token, or two word pieces merging); groups within this margin per join of
+# the limit are re-counted exactly, the others are known to fit.
+JOIN_MARGIN = 2
+
+
+def chunk_documents(
+    docs: Sequence[Document], count: TokenCounter, *, max_tokens: int, overlap_tokens: int = 0
+) -> list[list[ChunkSpan]]:
+    """``chunk_document`` over many documents, their blocks counted in one batched call."""
+    texts = [d.text(b.start, b.end) for d in docs for b in d.blocks]
+    counts = count(texts) if texts else []
+    out, pos = [], 0
+    for d in docs:
+        mine = counts[pos : pos + len(d.blocks)]
+        pos += len(d.blocks)
+        out.append(
+            chunk_document(
+                d, count, max_tokens=max_tokens, overlap_tokens=overlap_tokens, block_counts=mine
+            )
+        )
+    return out
+
+
 def chunk_document(
-    doc: Document, count: TokenCounter, *, max_tokens: int, overlap_tokens: int = 0
+    doc: Document,
+    count: TokenCounter,
+    *,
+    max_tokens: int,
+    overlap_tokens: int = 0,
+    block_counts: Sequence[int] | None = None,
 ) -> list[ChunkSpan]:
     """Pack a document's blocks into chunks of at most ``max_tokens`` tokens."""
     if max_tokens < 8:
         raise ValueError(f"max_tokens must be at least 8, got {max_tokens}")
     if not 0 <= overlap_tokens < max_tokens // 2:
         raise ValueError(f"overlap_tokens must be in [0, {max_tokens // 2}), got {overlap_tokens}")
-    pieces = _pieces(doc, max_tokens, count)
+    pieces = _pieces(doc, max_tokens, count, block_counts)
     groups: list[list[Piece]] = []
     current: list[Piece] = []
     total = 0
@@ -200,7 +243,9 @@ def chunk_document(
     while i < len(groups):
         group = groups[i]
         text = doc.text(group[0].start, group[-1].end)
-        (tokens,) = count([text])
+        tokens = sum(p.tokens for p in group)
+        if len(group) > 1 and tokens + JOIN_MARGIN * (len(group) - 1) > max_tokens:
+            (tokens,) = count([text])
         if tokens > max_tokens and len(group) > 1:
             # Tokens can merge across a join: move the last piece on to a chunk of its own.
             groups[i : i + 1] = [group[:-1], group[-1:]]

@@ -17,7 +17,7 @@ from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
-from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_document
+from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.loaders import load
 from urna.pipeline.discover import discover
 from urna.pipeline.spec import BuildSpec
@@ -125,24 +125,19 @@ def run_build(
     for found in files:
         try:
             docs = load(found.path, found.source_uri)
-            pieces = [
-                chunk_document(
-                    d,
-                    embedder.count_tokens,
-                    max_tokens=max_tokens,
-                    overlap_tokens=spec.overlap_tokens,
-                )
-                for d in docs
-            ]
-        except (UrnaError, ValueError, OSError, KeyError, IndexError) as exc:
+        except (UrnaError, ValueError, OSError) as exc:
             reason = str(exc) or type(exc).__name__
             warn(f"skipped {found.path}: {reason}")
             summary.skipped.append((str(found.path), reason))
             continue
-        except Exception as exc:  # a loader library's own error on a malformed file
-            warn(f"skipped {found.path}: unreadable {found.kind} ({type(exc).__name__}: {exc})")
-            summary.skipped.append((str(found.path), f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # a parser library's own error on a malformed file
+            reason = f"unreadable {found.kind} ({type(exc).__name__}: {exc})"
+            warn(f"skipped {found.path}: {reason}")
+            summary.skipped.append((str(found.path), reason))
             continue
+        pieces = chunk_documents(
+            docs, embedder.count_tokens, max_tokens=max_tokens, overlap_tokens=spec.overlap_tokens
+        )
         summary.files += 1
         summary.documents += len(docs)
         for group in pieces:

@@ -1,0 +1,1 @@
+"""Retrieval quality on BEIR-layout test collections: loading, scoring, metrics."""
