@@ -33,8 +33,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="scifact,nfcorpus,cranfield")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
-    parser.add_argument("--peer", default="scifact",
-                        help="datasets on which the embedder alone is timed too")
+    parser.add_argument(
+        "--peer", default="scifact", help="datasets on which the embedder alone is timed too"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="urna-bench-build-") as tmp:
@@ -54,12 +55,16 @@ def main() -> None:
             for name in args.datasets.split(","):
                 folder = args.data / name
                 out = Path(tmp) / f"{name}-{model}.urna"
-                spec = BuildSpec(sources=(Source(folder / "corpus.jsonl"),), output=out,
-                                 base=folder)
+                spec = BuildSpec(
+                    sources=(Source(folder / "corpus.jsonl"),), output=out, base=folder
+                )
                 summary = run_build(spec, use_cache=True, embedder=embedder)
                 row = {
-                    "model": embedder.name, "dataset": name, "docs": summary.documents,
-                    "chunks": summary.chunks, "build_s": summary.seconds,
+                    "model": embedder.name,
+                    "dataset": name,
+                    "docs": summary.documents,
+                    "chunks": summary.chunks,
+                    "build_s": summary.seconds,
                     "build_chunks_per_s": summary.chunks / summary.seconds,
                     "stages_s": summary.timings,
                 }
@@ -74,23 +79,31 @@ def main() -> None:
                         row["pipeline_overhead"] = summary.seconds / alone - 1
                     collection = load_collection(folder)
                     scores = evaluate(corpus, collection, vector_search)
-                row.update({
-                    "ndcg@10": scores.ndcg10, "recall@100": scores.recall100,
-                    "mrr@10": scores.mrr10, "queries": scores.queries,
-                    "query_p50_ms": statistics.median(scores.latency_ms),
-                })
+                row.update(
+                    {
+                        "ndcg@10": scores.ndcg10,
+                        "recall@100": scores.recall100,
+                        "mrr@10": scores.mrr10,
+                        "queries": scores.queries,
+                        "query_p50_ms": statistics.median(scores.latency_ms),
+                    }
+                )
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
 
-    print(f"{'model':<40} {'dataset':<10} {'chunks':>7} {'build c/s':>10} {'alone c/s':>10} "
-          f"{'overhead':>9} {'nDCG@10':>8} {'R@100':>6} {'MRR@10':>7} {'q p50':>8}")
+    print(
+        f"{'model':<40} {'dataset':<10} {'chunks':>7} {'build c/s':>10} {'alone c/s':>10} "
+        f"{'overhead':>9} {'nDCG@10':>8} {'R@100':>6} {'MRR@10':>7} {'q p50':>8}"
+    )
     for r in rows:
         alone = r.get("embed_alone_chunks_per_s")
         over = r.get("pipeline_overhead")
-        print(f"{r['model']:<40} {r['dataset']:<10} {r['chunks']:>7} "
-              f"{r['build_chunks_per_s']:>10.1f} {'-' if alone is None else f'{alone:.1f}':>10} "
-              f"{'-' if over is None else f'{over * 100:+.1f}%':>9} {r['ndcg@10']:>8.3f} "
-              f"{r['recall@100']:>6.3f} {r['mrr@10']:>7.3f} {r['query_p50_ms']:>6.1f}ms")
+        print(
+            f"{r['model']:<40} {r['dataset']:<10} {r['chunks']:>7} "
+            f"{r['build_chunks_per_s']:>10.1f} {'-' if alone is None else f'{alone:.1f}':>10} "
+            f"{'-' if over is None else f'{over * 100:+.1f}%':>9} {r['ndcg@10']:>8.3f} "
+            f"{r['recall@100']:>6.3f} {r['mrr@10']:>7.3f} {r['query_p50_ms']:>6.1f}ms"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

@@ -304,3 +304,17 @@ def test_derived_sources_verify(tmp_path: Path) -> None:
     d.add_paragraph("Ship the resistors on Monday.")
     d.save(str(folder / "memo.docx"))
     assert_error(run("cite", str(out), memo.citation_id, "--verify-source"), "source span mismatch")
+
+
+def test_same_input_without_cache_is_byte_identical(docs: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.urna", tmp_path / "b.urna"
+    assert run("build", str(docs), "-o", str(a), "--rebuild").exit_code == 0
+    assert run("build", str(docs), "-o", str(b), "--rebuild").exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_dry_run_writes_nothing(docs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "d.urna"
+    result = run("build", str(docs), "-o", str(out), "--dry-run")
+    assert result.exit_code == 0 and result.stdout.startswith("dry_run:")
+    assert not out.exists()

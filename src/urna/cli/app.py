@@ -50,7 +50,8 @@ def _die(message: str) -> None:
 
 
 def _out(text: str) -> None:
-    click.echo(text)
+    if text:
+        click.echo(text)
 
 
 def _open(path: str) -> urna.Corpus:
@@ -331,6 +332,8 @@ def search_text(
     as_json: bool,
 ) -> None:
     """Search by text: embed it with the file's own model (after the model gate)."""
+    if candidates is not None and candidates <= 0:
+        raise urna.QueryError(f"invalid candidates: {candidates}")
     with _open(file) as corpus:
         result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
         _out(

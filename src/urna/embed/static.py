@@ -45,7 +45,15 @@ def distilled_minilm() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=".distill-", dir=target.parent))
     try:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        model = distill(model_name=str(source), pca_dims=256, quantize_to="float32")
+        quiet = os.environ.get("TQDM_DISABLE")
+        os.environ["TQDM_DISABLE"] = "1"  # model2vec's own progress bar
+        try:
+            model = distill(model_name=str(source), pca_dims=256, quantize_to="float32")
+        finally:
+            if quiet is None:
+                os.environ.pop("TQDM_DISABLE", None)
+            else:
+                os.environ["TQDM_DISABLE"] = quiet
         model.save_pretrained(str(tmp))
         (tmp / "README.md").unlink(missing_ok=True)
         config = json.loads((tmp / "config.json").read_text())
