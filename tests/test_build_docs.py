@@ -59,7 +59,9 @@ def test_zero_config_build_and_semantic_query(
         assert out.exit_code == 0, out.stderr
         hit = json.loads(out.stdout)
         assert hit["source_uri"] == source, (question, hit["source_uri"])
-        assert hit["section_path"] and hit["ranks"]["vector"]["rank"] == 1
+        assert hit["section_path"] and set(hit["ranks"]) <= {"vector", "text"}
+        vector = json.loads(run("retrieve", "q.urna", question, "-k", "1", "--mode", "vector").stdout)
+        assert vector["source_uri"] == source and vector["ranks"]["vector"]["rank"] == 1
     cite = run("cite", "q.urna", hit["citation_id"], "--verify-source")
     assert cite.exit_code == 0 and "source_check: ok" in cite.stdout
 
@@ -202,10 +204,20 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
         "content_hash",
     } <= set(listing[0])
     block = run("search-text", str(out), "model hash", "-k", "2")
-    assert "index_type:   exact" in block.stdout and block.stdout.count("citation_id=") == 2
+    assert "index_type:   hybrid" in block.stdout and block.stdout.count("citation_id=") == 2
+    assert "text_rank=" in block.stdout and "vector_rank=" in block.stdout
+    exact = run("search-text", str(out), "model hash", "-k", "2", "--mode", "vector")
+    assert "index_type:   exact" in exact.stdout and "recall:       1" in exact.stdout
+    text = json.loads(run("retrieve", str(out), "SHA-256 model hash", "-k", "1", "--mode",
+                          "text").stdout)
+    assert text["score_type"] == "bm25" and text["source_uri"] == "docs/concepts/model-gate.md"
+    assert "hash" in text["snippet"].lower()
     assert_error(run("search-text", str(out), "   "), "empty query")
     assert_error(run("search-text", str(out), "x", "-k", "0"), "invalid k: 0")
-    assert_error(run("ask", str(out), "x", "--mode", "text"), "needs a BM25 index")
+    no_bm25 = tmp_path / "no-bm25.urna"
+    assert run("build", str(docs), "-o", str(no_bm25), "--no-bm25").exit_code == 0
+    assert_error(run("ask", str(no_bm25), "x", "--mode", "text"), "needs a BM25 index")
+    assert run("ask", str(out), "x", "--fusion", "mean").exit_code == 2
     assert run("ask", str(out), "x", "--mode", "bogus").exit_code == 2
 
 

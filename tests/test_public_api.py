@@ -56,5 +56,7 @@ def test_no_internal_names_leak() -> None:
         "ingest",
         "embed",
         "pipeline",
+        "index",
+        "evaluate",
         "cli",
     }

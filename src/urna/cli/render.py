@@ -32,12 +32,17 @@ def hit_block(result: SearchResult, *, space: str | None = None) -> str:
         "hits:",
     ]
     for h in result.hits:
+        methods = ""
+        if len(h.ranks) > 1 or (h.ranks and "vector" not in h.ranks):
+            methods = " " + " ".join(
+                f"{m}_score={r['score']:.6f} {m}_rank={int(r['rank'])}" for m, r in h.ranks.items()
+            )
         lines.append(
             f"  [{h.rank:>3}] chunk_id={h.chunk_id} score={h.score:.6f} "
             f"score_type={h.score_type} source_uri={h.source_uri} "
             f"offset={h.byte_start}-{h.byte_end} model={h.model} index_type={h.index_type} "
             f"reranked={_bool(h.reranked)} file_hash={h.file_hash} "
-            f"content_hash={h.content_hash} citation_id={h.citation_id}"
+            f"content_hash={h.content_hash} citation_id={h.citation_id}{methods}"
         )
     return "\n".join(lines)
 
@@ -147,10 +152,21 @@ def build_summary(summary: Any) -> str:
 def ask(result: SearchResult, *, explain: bool) -> str:
     lines: list[str] = []
     if explain:
+        routes = {
+            "vector": "vector (exact cosine over every chunk)",
+            "text": "text (BM25 over chunk text and section path)",
+            "hybrid": "hybrid (exact cosine and BM25, fused)",
+        }
+        counts = " ".join(f"{m}={n}" for m, n in result.candidates.items())
+        fusion = result.hits[0].score_type if result.hits else ""
         lines += [
-            kv("route", f"{result.mode} ({result.index_type} cosine over every chunk)"),
-            kv("candidates", f"vector={result.k_returned}"),
-            kv("rerank_source", "none (exact scores)"),
+            kv("route", routes.get(result.mode or "", result.mode)),
+            kv("candidates", counts or "none"),
+            *([kv("note", result.note)] if result.note else []),
+            kv(
+                "rerank_source",
+                "none (exact scores)" if result.mode != "hybrid" else f"fusion={fusion}",
+            ),
             "",
         ]
     if not result.hits:
@@ -179,6 +195,8 @@ def hit_record(h: Any) -> dict[str, Any]:
         record["page"] = h.page
     if h.ranks:
         record["ranks"] = h.ranks
+    if h.snippet:
+        record["snippet"] = h.snippet
     return record
 
 

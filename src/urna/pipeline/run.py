@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,8 +53,42 @@ def _quiet(_: str) -> None:
     return None
 
 
+PROGRESS_BATCH = 512
+
+
+def _embed_in_slices(embedder: Embedder, texts: list[str], bar: bool) -> np.ndarray:
+    """Embed in slices of 512 texts (always: the batches, and so the bits, never depend on
+    whether a progress bar is shown), with a bar on stderr when asked."""
+    progress = None
+    if bar:
+        try:
+            from tqdm import tqdm
+
+            progress = tqdm(
+                total=len(texts), unit="chunk", desc="embed", file=sys.stderr, leave=False
+            )
+        except ImportError:
+            progress = None
+    parts = []
+    try:
+        for start in range(0, len(texts), PROGRESS_BATCH):
+            part = texts[start : start + PROGRESS_BATCH]
+            parts.append(embedder.embed(part))
+            if progress is not None:
+                progress.update(len(part))
+    finally:
+        if progress is not None:
+            progress.close()
+    return np.concatenate(parts)
+
+
 def embed_cached(
-    embedder: Embedder, texts: list[str], *, cache: EmbeddingCache | None, report: Report = _quiet
+    embedder: Embedder,
+    texts: list[str],
+    *,
+    cache: EmbeddingCache | None,
+    report: Report = _quiet,
+    bar: bool = False,
 ) -> tuple[np.ndarray, int]:
     """Vectors for every text, embedding only those the cache lacks.
 
@@ -73,7 +108,7 @@ def embed_cached(
     if todo:
         unique = sorted(todo, key=len)  # length-sorted batches: little padding
         report(f"embed: {len(unique)} texts with {embedder.name}")
-        vectors = embedder.embed(unique)
+        vectors = _embed_in_slices(embedder, unique, bar)
         for text, vec in zip(unique, vectors, strict=True):
             out[todo[text]] = vec
         if cache:
@@ -89,6 +124,7 @@ def run_build(
     dry_run: bool = False,
     use_cache: bool = True,
     embedder: Embedder | None = None,
+    bar: bool = False,
 ) -> BuildSummary:
     t0 = time.perf_counter()
     summary = BuildSummary(output=spec.output, dry_run=dry_run)
@@ -158,7 +194,7 @@ def run_build(
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
     try:
         vectors, embedded = embed_cached(
-            embedder, [s.text for s in spans], cache=cache, report=report
+            embedder, [s.text for s in spans], cache=cache, report=report, bar=bar
         )
     finally:
         if cache:
@@ -200,6 +236,7 @@ def run_build(
         title=meta.pop("title", None),
         description=meta.pop("description", None),
         extra_manifest=meta,
+        bm25=spec.bm25,
     )
     summary.timings["write+verify"] = time.perf_counter() - stage
     report(f"write: {out} ({result.size} bytes), verified")

@@ -15,6 +15,9 @@ name = "minilm"              # see `urna.embed.registry`
 max_tokens = 254             # default: the model's window
 overlap_tokens = 0
 
+[index]
+bm25 = true                  # the BM25 index for text and hybrid search (default true)
+
 [[sources]]
 path = "docs"
 include = ["**/*.md", "**/*.pdf"]   # default: every supported file
@@ -58,6 +61,7 @@ class BuildSpec:
     overlap_tokens: int = 0
     dtype: str = "float32"
     compress: bool = False
+    bm25: bool = True
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -102,7 +106,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BuildError(f"spec {path} is not valid TOML: {exc}") from None
-    unknown = sorted(set(doc) - {"output", "model", "chunking", "sources", "metadata"})
+    unknown = sorted(set(doc) - {"output", "model", "chunking", "index", "sources", "metadata"})
     if unknown:
         raise BuildError(f"spec: unknown table [{unknown[0]}]")
     base = path.resolve().parent
@@ -110,6 +114,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     model = _table(doc, "model", ("name", "path"))
     chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
     metadata = _table(doc, "metadata", METADATA_KEYS)
+    index = _table(doc, "index", ("bm25",))
     sources_raw = doc.get("sources")
     if not isinstance(sources_raw, list) or not sources_raw:
         raise BuildError("spec: at least one [[sources]] entry with a path is required")
@@ -159,6 +164,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         overlap_tokens=overlap,
         dtype=dtype,
         compress=bool(_typed(out, "compress", bool, "output")),
+        bm25=_typed(index, "bm25", bool, "index") is not False,
         metadata=meta,
     )
 

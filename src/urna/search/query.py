@@ -63,18 +63,3 @@ def prepare(values: Sequence[float] | np.ndarray, dim: int) -> np.ndarray:
         raise QueryError("zero-norm query")
     scaled = vec / peak
     return (scaled / np.linalg.norm(scaled)).astype(np.float32)
-
-
-MODES = ("auto", "hybrid", "vector", "text")
-
-
-def check_mode(mode: str, *, has_bm25: bool) -> str:
-    """The mode that runs: auto means everything the file has."""
-    if mode not in MODES:
-        raise QueryError(f"invalid mode {mode!r}: expected one of {', '.join(MODES)}")
-    if mode in ("text", "hybrid") and not has_bm25:
-        raise QueryError(
-            f"mode {mode} needs a BM25 index (section 0x08), which this file does not have; "
-            "use --mode vector or auto"
-        )
-    return "vector" if mode == "auto" and not has_bm25 else mode

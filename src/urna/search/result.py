@@ -32,6 +32,7 @@ class Hit:
     page: int = 0
     source_ordinal: int = 0
     ranks: dict[str, dict[str, float]] = field(default_factory=dict)
+    snippet: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,6 +47,8 @@ class SearchResult:
     query_time_ms: float
     hits: list[Hit] = field(default_factory=list)
     mode: str | None = None
+    candidates: dict[str, int] = field(default_factory=dict)
+    note: str = ""
 
     @property
     def k_returned(self) -> int:
@@ -65,5 +68,6 @@ class SearchResult:
             "k_requested": self.k_requested,
             "k_returned": self.k_returned,
             "query_time_ms": round(self.query_time_ms, 3),
+            **({"note": self.note} if self.note else {}),
             "hits": [h.to_dict() for h in self.hits],
         }

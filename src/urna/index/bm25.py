@@ -1,0 +1,213 @@
+"""BM25 over the chunks (text and section path), stored in section 0x08 and scored from the map.
+
+Scoring is Okapi BM25 in its Lucene form, the same as bm25s's default:
+idf = ln(1 + (N - df + 0.5) / (df + 0.5)), and a posting weighs
+idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)). Weights are computed at build
+time, so a query is a sum of stored weights over its (distinct) terms.
+
+Payload (version 1), after the 12-byte prefix (u32 version, u64 count = terms):
+u64 n_docs, f32 k1, f32 b, f32 avgdl, u32 0, then the tokenizer name (u32
+length + UTF-8), the vocabulary (count strings, u32 length + UTF-8, sorted by
+bytes, unique), zero padding to a multiple of 8, u64 indptr[count + 1], u32
+doc_ids[nnz] (increasing within a term), f32 weights[nnz], u32 doc_len[n_docs].
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from urna.errors import FormatError
+from urna.format.layout import SectionId, section_label
+from urna.format.sections import U32, StringTable
+from urna.index.tokenize import TOKENIZER_VERSION, tokenize
+
+K1 = 1.2
+B = 0.75
+VERSION = 1
+_HEAD = struct.Struct("<IQQfffI")  # version, count, n_docs, k1, b, avgdl, reserved
+WHERE = f"section {section_label(SectionId.BM25_INDEX)}"
+
+
+def _bad(message: str) -> FormatError:
+    return FormatError(f"bm25 index: {message}", check=18, section=WHERE)
+
+
+def _pad8(size: int) -> int:
+    return -size % 8
+
+
+def build_payload(documents: Sequence[str], *, k1: float = K1, b: float = B) -> bytes:
+    """The 0x08 payload for these chunk texts (in file order)."""
+    n = len(documents)
+    postings: dict[str, dict[int, int]] = {}
+    lengths = np.zeros(n, dtype=np.uint32)
+    for doc, text in enumerate(documents):
+        tokens = tokenize(text)
+        lengths[doc] = len(tokens)
+        for token in tokens:
+            row = postings.setdefault(token, {})
+            row[doc] = row.get(doc, 0) + 1
+    avgdl = float(lengths.mean()) if n else 0.0
+    vocab = sorted(postings, key=lambda t: t.encode("utf-8"))
+    indptr = np.zeros(len(vocab) + 1, dtype=np.uint64)
+    ids_parts, weight_parts = [], []
+    norm = k1 * (1 - b + b * lengths.astype(np.float64) / (avgdl or 1.0))
+    for i, term in enumerate(vocab):
+        row = postings[term]
+        docs = np.fromiter(sorted(row), dtype=np.uint32, count=len(row))
+        tf = np.array([row[d] for d in docs.tolist()], dtype=np.float64)
+        idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+        ids_parts.append(docs)
+        weight_parts.append((idf * tf / (tf + norm[docs])).astype(np.float32))
+        indptr[i + 1] = indptr[i] + len(docs)
+    doc_ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.uint32)
+    weights = np.concatenate(weight_parts) if weight_parts else np.empty(0, np.float32)
+    name = TOKENIZER_VERSION.encode("utf-8")
+    parts = [_HEAD.pack(VERSION, len(vocab), n, k1, b, avgdl, 0), U32.pack(len(name)), name]
+    for term in vocab:
+        raw = term.encode("utf-8")
+        parts.append(U32.pack(len(raw)))
+        parts.append(raw)
+    size = sum(len(p) for p in parts)
+    parts.append(b"\0" * _pad8(size))
+    parts += [
+        indptr.astype("<u8").tobytes(),
+        doc_ids.astype("<u4").tobytes(),
+        weights.astype("<f4").tobytes(),
+        lengths.astype("<u4").tobytes(),
+    ]
+    return b"".join(parts)
+
+
+@dataclass(frozen=True)
+class TextHits:
+    ordinals: np.ndarray
+    scores: np.ndarray
+    query_tokens: list[str]
+
+
+class BM25Index:
+    """A BM25 index viewed from its payload: checked on open, never copied."""
+
+    def __init__(self, payload: memoryview, n_chunks: int) -> None:
+        size = len(payload)
+        if size < _HEAD.size + 4:
+            raise _bad(f"payload of {size} bytes is too short")
+        version, count, n_docs, k1, b, avgdl, _ = _HEAD.unpack_from(payload, 0)
+        if version != VERSION:
+            raise _bad(f"unsupported version {version}, expected {VERSION}")
+        if n_docs != n_chunks:
+            raise _bad(f"indexes {n_docs} documents but the file has {n_chunks} chunks")
+        if (
+            not (math.isfinite(k1) and math.isfinite(b) and math.isfinite(avgdl))
+            or k1 < 0
+            or not (0 <= b <= 1)
+        ):
+            raise _bad(f"invalid parameters k1={k1} b={b} avgdl={avgdl}")
+        (name_len,) = U32.unpack_from(payload, _HEAD.size)
+        pos = _HEAD.size + 4 + name_len
+        if pos > size:
+            raise _bad("tokenizer name runs past the end")
+        self.tokenizer = bytes(payload[_HEAD.size + 4 : pos]).decode("utf-8", "replace")
+        if self.tokenizer != TOKENIZER_VERSION:
+            raise _bad(f"tokenizer {self.tokenizer!r} is not {TOKENIZER_VERSION!r}")
+        # The vocabulary is a string table starting at pos; walk it with a fake 12-byte prefix.
+        if count > (size - pos) // 4:
+            raise _bad(f"{count} terms cannot fit in {size} bytes")
+        starts, lengths = _walk_vocab(payload, pos, int(count))
+        vocab_end = int(starts[-1] + lengths[-1]) if count else pos
+        arrays = vocab_end + _pad8(vocab_end)
+        nnz_known = arrays + 8 * (count + 1)
+        if nnz_known > size:
+            raise _bad("indptr runs past the end")
+        indptr = np.frombuffer(payload, dtype="<u8", count=int(count) + 1, offset=arrays)
+        nnz = int(indptr[-1])
+        expected = nnz_known + 8 * nnz + 4 * n_docs
+        if expected != size:
+            raise _bad(f"payload is {size} bytes, its tables need {expected}")
+        if indptr[0] != 0 or np.any(np.diff(indptr.astype(np.int64)) <= 0):
+            raise _bad("indptr must start at 0 and grow with every term")
+        self.doc_ids = np.frombuffer(payload, dtype="<u4", count=nnz, offset=nnz_known)
+        self.weights = np.frombuffer(payload, dtype="<f4", count=nnz, offset=nnz_known + 4 * nnz)
+        self.doc_len = np.frombuffer(
+            payload, dtype="<u4", count=int(n_docs), offset=nnz_known + 8 * nnz
+        )
+        if nnz and int(self.doc_ids.max()) >= n_docs:
+            raise _bad(f"a posting names document {int(self.doc_ids.max())} of {n_docs}")
+        if not np.all(np.isfinite(self.weights)):
+            raise _bad("a posting weight is NaN or Inf")
+        # Increasing doc ids within each term: a decrease may only happen at a term start.
+        if nnz > 1:
+            drops = np.flatnonzero(np.diff(self.doc_ids.astype(np.int64)) <= 0) + 1
+            if not np.all(np.isin(drops, indptr[1:-1])):
+                raise _bad("doc ids within a term must be strictly increasing")
+        self._vocab = StringTable(payload, starts, lengths)
+        self._ids = self._read_vocabulary()
+        self.indptr = indptr
+        self.n_docs = int(n_docs)
+        self.k1, self.b, self.avgdl = float(k1), float(b), float(avgdl)
+        self.n_terms = int(count)
+
+    def _read_vocabulary(self) -> dict[str, int]:
+        table: dict[str, int] = {}
+        previous = b""
+        for i in range(len(self._vocab)):
+            raw = self._vocab.raw(i)
+            if i and raw <= previous:
+                raise _bad(f"vocabulary is not sorted and unique at term {i}")
+            previous = raw
+            try:
+                table[raw.decode("utf-8")] = i
+            except UnicodeDecodeError:
+                raise _bad(f"term {i} is not valid UTF-8") from None
+        return table
+
+    def term_ids(self, tokens: Sequence[str]) -> list[int]:
+        ids = self._ids
+        seen: dict[int, None] = {}
+        for token in tokens:
+            i = ids.get(token)
+            if i is not None:
+                seen.setdefault(i)
+        return list(seen)
+
+    def scores(self, tokens: Sequence[str]) -> np.ndarray:
+        """BM25 of every chunk for the distinct known terms among ``tokens``."""
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        for i in self.term_ids(tokens):
+            start, end = int(self.indptr[i]), int(self.indptr[i + 1])
+            out[self.doc_ids[start:end]] += self.weights[start:end]
+        return out
+
+    def search(self, text: str, k: int) -> TextHits:
+        """The k best chunks with a score > 0, ties in file order."""
+        from urna.search.topk import top_k
+
+        tokens = tokenize(text)
+        scores = self.scores(tokens)
+        matched = int(np.count_nonzero(scores))
+        idx = top_k(scores, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
+        return TextHits(idx, scores[idx], tokens)
+
+
+def _walk_vocab(payload: memoryview, pos: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and lengths of the ``count`` vocabulary strings starting at ``pos``."""
+    starts = np.empty(count, dtype=np.int64)
+    lengths = np.empty(count, dtype=np.int64)
+    size = len(payload)
+    unpack = U32.unpack_from
+    for i in range(count):
+        if pos + 4 > size:
+            raise _bad(f"term {i} runs past the end")
+        (length,) = unpack(payload, pos)
+        if pos + 4 + length > size:
+            raise _bad(f"term {i} runs past the end")
+        starts[i] = pos + 4
+        lengths[i] = length
+        pos += 4 + length
+    return starts, lengths
