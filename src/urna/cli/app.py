@@ -16,6 +16,7 @@ import urna
 from urna.builder import build
 from urna.cli import render
 from urna.errors import UrnaError
+from urna.evaluate.run import run_eval
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
 from urna.pipeline.run import run_build
@@ -396,6 +397,41 @@ def retrieve(
     with _open(file) as corpus:
         result = corpus.search_text(text, k=k, mode=mode, fusion=fusion, model_path=model_path)
         _out(render.retrieve(result, fmt))
+
+
+@cli.command(name="eval")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--model", default="minilm", show_default=True, help="Embedding model to build with.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Corpus file to build or reuse (default: in the cache folder).",
+)
+@click.option("--rebuild", is_flag=True, help="Build the corpus file even if it exists.")
+@click.option("--split", default="test", show_default=True, help="Query split: test, train...")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--progress/--quiet", default=None, help="Stage lines on stderr.")
+def eval_cmd(
+    folder: Path,
+    model: str,
+    output: Path | None,
+    rebuild: bool,
+    split: str,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    """Retrieval quality on a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), per mode."""
+    show = sys.stderr.isatty() if progress is None else progress
+    report = run_eval(
+        folder,
+        model=model,
+        output=output,
+        rebuild=rebuild,
+        split=split,
+        report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
+    )
+    _out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))
 
 
 def main() -> None:

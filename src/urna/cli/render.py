@@ -207,3 +207,24 @@ def retrieve(result: SearchResult, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(records, ensure_ascii=False, indent=2)
     return "\n".join(json.dumps(r, ensure_ascii=False) for r in records)
+
+
+def eval_report(report: Any) -> str:
+    lines = [
+        kv("collection", report.collection),
+        kv(
+            "corpus",
+            f"{report.corpus_file} ({report.chunks} chunks, "
+            f"{'built now' if report.built else 'reused'})",
+        ),
+        kv("model", report.model),
+        "",
+        f"{'mode':<8} {'fusion':<11} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'queries':>8} "
+        f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}",
+    ]
+    for r in report.rows:
+        lines.append(
+            f"{r.mode:<8} {r.fusion:<11} {r.ndcg10:>8.4f} {r.recall100:>7.4f} {r.mrr10:>7.4f} "
+            f"{r.queries:>8} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f} {r.p99_ms:>8.2f}"
+        )
+    return "\n".join(lines)

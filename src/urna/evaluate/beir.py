@@ -71,7 +71,7 @@ def evaluate(
     ndcg, recall, mrr, latency = [], [], [], []
     for qid, text in collection.queries.items():
         t0 = time.perf_counter()
-        hits = search(corpus, text, depth * 3)
+        hits = search(corpus, text, depth * 2)
         latency.append((time.perf_counter() - t0) * 1000)
         ranking: list[str] = []
         seen: set[str] = set()
@@ -88,5 +88,14 @@ def evaluate(
 
 
 def vector_search(corpus: Corpus, text: str, k: int) -> list[tuple[str, float]]:
-    result = corpus.search_text(text, k=min(k, corpus.n_chunks), mode="vector")
-    return [(h.source_uri, h.score) for h in result.hits]
+    return mode_search("vector")(corpus, text, k)
+
+
+def mode_search(
+    mode: str, fusion: str = "calibrated"
+) -> Callable[[Corpus, str, int], list[tuple[str, float]]]:
+    def search(corpus: Corpus, text: str, k: int) -> list[tuple[str, float]]:
+        result = corpus.search_text(text, k=min(k, corpus.n_chunks), mode=mode, fusion=fusion)
+        return [(h.source_uri, h.score) for h in result.hits]
+
+    return search

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 WIDTH = 240
-_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=256)
+def _pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Words equal to a short term, or starting with a longer one (terms are stems)."""
+    if not terms:
+        return None
+    alternatives = [re.escape(t) + (r"\w*" if len(t) >= 3 else r"\b") for t in terms]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 
 
 def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str:
@@ -14,12 +23,8 @@ def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str:
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
-    wanted = {t.lower() for t in terms if t}
-    hits = []
-    for m in _WORDS.finditer(flat):
-        word = m.group().lower()
-        if word in wanted or any(word.startswith(t) for t in wanted if len(t) >= 3):
-            hits.append(m.start())
+    pattern = _pattern(tuple(sorted({t.lower() for t in terms if t})))
+    hits = [m.start() for m in pattern.finditer(flat)] if pattern is not None else []
     if not hits:
         start = 0
     else:

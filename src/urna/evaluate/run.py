@@ -1,0 +1,105 @@
+"""``urna eval``: build (or reuse) a BEIR collection's corpus file and score every mode."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from urna.corpus import open_corpus
+from urna.embed.base import cache_dir
+from urna.embed.registry import canonical, resolve
+from urna.errors import BuildError
+from urna.evaluate.beir import evaluate, load_collection, mode_search
+from urna.pipeline.run import Report, run_build
+from urna.pipeline.spec import BuildSpec, Source
+
+RUNS = (("text", "-"), ("vector", "-"), ("hybrid", "calibrated"), ("hybrid", "rrf"))
+
+
+@dataclass
+class EvalRow:
+    mode: str
+    fusion: str
+    ndcg10: float
+    recall100: float
+    mrr10: float
+    queries: int
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+
+@dataclass
+class EvalReport:
+    collection: str
+    corpus_file: str
+    model: str
+    chunks: int
+    built: bool
+    rows: list[EvalRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def default_output(folder: Path, model: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "-", canonical(model)).strip("-")
+    return cache_dir() / "eval" / f"{folder.resolve().name}-{slug}.urna"
+
+
+def run_eval(
+    folder: Path,
+    *,
+    model: str,
+    output: Path | None = None,
+    rebuild: bool = False,
+    split: str = "test",
+    runs: tuple[tuple[str, str], ...] = RUNS,
+    report: Report = lambda _: None,
+) -> EvalReport:
+    collection = load_collection(folder, split=split)
+    if not collection.queries:
+        raise BuildError(f"{folder}: no judged queries in the {split} split")
+    out = output or default_output(folder, model)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    built = False
+    if rebuild or not out.exists():
+        report(f"build: {folder / 'corpus.jsonl'} -> {out}")
+        embedder = resolve(model)
+        spec = BuildSpec(
+            sources=(Source(folder / "corpus.jsonl"),), output=out, base=folder, model=embedder.name
+        )
+        run_build(spec, report=report, embedder=embedder)
+        built = True
+    with open_corpus(out) as corpus:
+        result = EvalReport(folder.name, str(out), corpus.model, corpus.n_chunks, built)
+        for mode, fusion in runs:
+            if mode in ("text", "hybrid") and corpus.bm25 is None:
+                continue
+            report(f"eval: {mode} {fusion} over {len(collection.queries)} queries")
+            search = mode_search(mode, "calibrated" if fusion == "-" else fusion)
+            scores = evaluate(corpus, collection, search, depth=100)
+            lat = scores.latency_ms
+            result.rows.append(
+                EvalRow(
+                    mode,
+                    fusion,
+                    scores.ndcg10,
+                    scores.recall100,
+                    scores.mrr10,
+                    scores.queries,
+                    statistics.median(lat),
+                    _percentile(lat, 0.95),
+                    _percentile(lat, 0.99),
+                )
+            )
+    return result
