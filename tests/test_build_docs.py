@@ -60,7 +60,9 @@ def test_zero_config_build_and_semantic_query(
         hit = json.loads(out.stdout)
         assert hit["source_uri"] == source, (question, hit["source_uri"])
         assert hit["section_path"] and set(hit["ranks"]) <= {"vector", "text"}
-        vector = json.loads(run("retrieve", "q.urna", question, "-k", "1", "--mode", "vector").stdout)
+        vector = json.loads(
+            run("retrieve", "q.urna", question, "-k", "1", "--mode", "vector").stdout
+        )
         assert vector["source_uri"] == source and vector["ranks"]["vector"]["rank"] == 1
     cite = run("cite", "q.urna", hit["citation_id"], "--verify-source")
     assert cite.exit_code == 0 and "source_check: ok" in cite.stdout
@@ -208,8 +210,9 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
     assert "text_rank=" in block.stdout and "vector_rank=" in block.stdout
     exact = run("search-text", str(out), "model hash", "-k", "2", "--mode", "vector")
     assert "index_type:   exact" in exact.stdout and "recall:       1" in exact.stdout
-    text = json.loads(run("retrieve", str(out), "SHA-256 model hash", "-k", "1", "--mode",
-                          "text").stdout)
+    text = json.loads(
+        run("retrieve", str(out), "SHA-256 model hash", "-k", "1", "--mode", "text").stdout
+    )
     assert text["score_type"] == "bm25" and text["source_uri"] == "docs/concepts/model-gate.md"
     assert "hash" in text["snippet"].lower()
     assert_error(run("search-text", str(out), "   "), "empty query")

@@ -1,0 +1,128 @@
+"""BM25: the tokenizer's promises, agreement with bm25s, and malformed index sections."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import urna
+from tests.conftest import PLACEHOLDER, SHARED, assert_error, run
+from tests.forge import put_together, take_apart
+from urna.index.bm25 import BM25Index, build_payload
+from urna.index.tokenize import tokenize
+
+
+def test_tokenizer_keeps_identifiers_and_stems_words() -> None:
+    tokens = tokenize("The LM358B-Q1 op-amps, version 5.3.1, use snake_case Running runners")
+    assert "lm358b-q1" in tokens and "lm358b" in tokens and "q1" in tokens
+    assert "5.3.1" in tokens and "snake_case" in tokens and "snake" in tokens
+    assert "run" in tokens and "runner" in tokens and "the" not in tokens
+
+
+def test_tokenizer_cjk_bigrams() -> None:
+    assert tokenize("向量检索") == ["向", "量", "检", "索", "向量", "量检", "检索"]
+    assert "検索" in tokenize("全文検索エンジン") and "한국" in tokenize("한국어 검색")
+    assert tokenize("   ,,, !!") == []
+
+
+def _corpus(tmp_path: Path, texts: list[str]) -> Path:
+    path = tmp_path / "b.urna"
+    rng = np.random.default_rng(0)
+    chunks = [
+        {"text": t, "source_uri": f"d{i}.txt", "byte_start": 0, "byte_end": len(t.encode())}
+        for i, t in enumerate(texts)
+    ]
+    urna.build(
+        path,
+        chunks,
+        embeddings=rng.standard_normal((len(texts), 8)),
+        model="m",
+        model_hash=PLACEHOLDER,
+        chunker_version="c/1",
+        bm25=True,
+    )
+    return path
+
+
+TEXTS = [
+    "Vector search finds passages by meaning.",
+    "向量检索可以按照语义查找段落。",
+    "全文検索エンジンはキーワードで文書を探します。",
+    "The LM358B-Q1 is a dual operational amplifier.",
+    "BM25 ranks documents by term frequency and rarity.",
+]
+
+
+def test_cjk_and_identifier_queries_find_their_chunks(tmp_path: Path) -> None:
+    path = _corpus(tmp_path, TEXTS)
+    with urna.open(path) as corpus:
+        for query, want in [
+            ("向量检索", 1),
+            ("検索エンジン", 2),
+            ("LM358B-Q1", 3),
+            ("lm358b", 3),
+            ("ranking documents", 4),
+        ]:
+            result = corpus.search_text(query, k=1, mode="text")
+            assert result.hits[0].ordinal == want, query
+            assert result.hits[0].score_type == "bm25"
+        assert corpus.search_text("the of and", k=3, mode="text").hits == []
+    # text mode needs no model: it works on a file whose model hash is the placeholder.
+    out = run("retrieve", str(path), "向量检索", "--mode", "text", "-k", "1")
+    assert out.exit_code == 0 and json.loads(out.stdout)["source_uri"] == "d1.txt"
+    # auto falls back to text when the file's model cannot embed the query, and says why.
+    auto = json.loads(run("search-text", str(path), "向量检索", "--json").stdout)
+    assert auto["mode"] == "text" and "vector path unavailable" in auto["note"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "data" / "scifact").is_dir(), reason="needs ../shared/data")
+def test_scores_agree_with_bm25s_on_scifact() -> None:
+    bm25s = pytest.importorskip("bm25s")
+    folder = SHARED / "data" / "scifact"
+    docs = [json.loads(x) for x in (folder / "corpus.jsonl").read_text().splitlines()]
+    texts = [(d["title"] + "\n\n" + d["text"]).strip() for d in docs]
+    index = BM25Index(memoryview(build_payload(texts)), len(texts))
+    reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    reference.index([tokenize(t) for t in texts], show_progress=False)
+    queries = [json.loads(x)["text"] for x in (folder / "queries.jsonl").read_text().splitlines()]
+    worst = 0.0
+    for query in queries:
+        tokens = [t for t in dict.fromkeys(tokenize(query)) if t in reference.vocab_dict]
+        if tokens:
+            worst = max(
+                worst, float(np.abs(index.scores(tokens) - reference.get_scores(tokens)).max())
+            )
+    assert worst < 1e-4
+
+
+def _refused(tmp_path: Path, payload: bytes, fragment: str) -> None:
+    parts = take_apart(_corpus(tmp_path, TEXTS).read_bytes())
+    parts.sections[8] = (0, payload)
+    path = tmp_path / "bad.urna"
+    path.write_bytes(put_together(parts))
+    with pytest.raises(urna.FormatError, match=fragment):
+        urna.open(path)
+    assert_error(run("stats", str(path)), fragment)
+
+
+def test_malformed_bm25_sections_are_refused(tmp_path: Path) -> None:
+    good = build_payload(TEXTS)
+    _refused(tmp_path, good[:-3], "bm25 index: payload is")
+    _refused(tmp_path, struct.pack("<I", 9) + good[4:], "unsupported version 9")
+    _refused(tmp_path, good[:12] + struct.pack("<Q", 7) + good[20:], "indexes 7 documents")
+    # A posting that names a document past the end.
+    index = BM25Index(memoryview(good), len(TEXTS))
+    nnz = len(index.doc_ids)
+    ids_at = len(good) - 4 * len(TEXTS) - 8 * nnz
+    bad = bytearray(good)
+    struct.pack_into("<I", bad, ids_at, 99)
+    _refused(tmp_path, bytes(bad), "names document 99")
+    bad = bytearray(good)
+    struct.pack_into("<f", bad, ids_at + 4 * nnz, float("nan"))
+    _refused(tmp_path, bytes(bad), "NaN or Inf")
+    _refused(tmp_path, good[:40], "runs past the end")
