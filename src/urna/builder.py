@@ -20,9 +20,21 @@ from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_n
 from urna.format.reader import Container
 from urna.format.writer import SectionPayload, write_container
 from urna.index.bm25 import build_payload as build_bm25
+from urna.index.graph import TOP_M as GRAPH_TOP_M
+from urna.index.graph import build_payload as build_graph
+from urna.index.hnsw import HNSWIndex
+from urna.index.hnsw import build_payload as build_hnsw
 
 Dtype = Literal["float32", "float16", "int8"]
 ZSTD_LEVEL = 9
+ZSTD_SECTIONS = (
+    SectionId.CHUNK_IDS,
+    SectionId.CHUNKS_CANONICAL,
+    SectionId.CHUNKS_ORIGINAL_SPANS,
+    SectionId.PROVENANCE,
+    SectionId.SEARCH_CONTRACT,
+    SectionId.CHUNK_META,
+)
 U64_MAX = (1 << 64) - 1
 
 
@@ -170,6 +182,9 @@ def build(
     created: str | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
     bm25: bool = False,
+    hnsw: bool = False,
+    graph: bool = False,
+    rerank_copy: bool = False,
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -177,7 +192,9 @@ def build(
     are checked (dimension, finite, non-zero) and L2-normalized. The same input
     gives the same bytes: nothing time- or machine-dependent is written unless
     ``created`` is given. ``bm25=True`` adds the BM25 index (section 0x08) over
-    each chunk's text and section path.
+    each chunk's text and section path; ``hnsw=True`` an HNSW index (0x07);
+    ``graph=True`` (with hnsw) the chunk graph (0x0C); ``rerank_copy=True`` a
+    float32 copy of quantized embeddings used to rerank (0x09).
     """
     items = list(chunks)
     if not items:
@@ -242,13 +259,13 @@ def build(
         "metric": "ip",
         "score_type": "cosine",
         "normalize": "l2",
-        "index_type": "exact",
-        "rerank_policy": "none",
+        "index_type": ("hybrid" if bm25 else "hnsw") if hnsw else "exact",
+        "rerank_policy": "exact" if hnsw else "none",
         "model_hash": model_hash,
         "chunker_version": chunker_version,
         "capabilities": {
             "supports_exact": True,
-            "supports_ann": False,
+            "supports_ann": bool(hnsw),
             "supports_bm25": bool(bm25),
             "supports_citations": True,
             "supports_reproducible_build": created in (None, manifest_rules.REPRODUCIBLE_CREATED),
@@ -256,6 +273,7 @@ def build(
         "title": title,
         "description": description,
         "created": created,
+        "capabilities_ext": {"graph_present": True} if graph else None,
     }
     for key, value in (extra_manifest or {}).items():
         if key in manifest:
@@ -282,6 +300,19 @@ def build(
             for t, p in zip(texts, meta_paths, strict=True)
         ]
         stored[SectionId.BM25_INDEX] = build_bm25(documents)
+    if graph and not hnsw:
+        raise BuildError("the chunk graph takes its semantic edges from HNSW: set hnsw=True too")
+    if hnsw:
+        ann = build_hnsw(matrix)
+        stored[SectionId.HNSW_INDEX] = ann
+        if graph:
+            index = HNSWIndex(memoryview(ann), n, dim)
+            semantic = index.neighbours(matrix, GRAPH_TOP_M)
+            stored[SectionId.GRAPH_ADJACENCY] = build_graph(
+                [u.decode("utf-8") for u in uris], semantic
+            )
+    if rerank_copy and dtype != "float32":
+        stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
     if any(meta_paths) or any(meta_pages) or any(meta_ordinals):
         stored[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
             meta_paths, meta_pages, meta_ordinals
@@ -290,7 +321,7 @@ def build(
     for sid, data in stored.items():
         if sid == SectionId.EMBEDDINGS:
             sections.append(SectionPayload(sid, ENCODING_OF_DTYPE[dtype], data))
-        elif compression == "zstd" and sid != SectionId.BM25_INDEX:  # BM25 is scored from the map
+        elif compression == "zstd" and sid in ZSTD_SECTIONS:  # indexes are read from the map
             packed = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False).compress(data)
             sections.append(SectionPayload(sid, Encoding.ZSTD, packed))
         else:

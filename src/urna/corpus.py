@@ -24,17 +24,22 @@ from urna.embed.gate import check_gate
 from urna.embed.registry import resolve
 from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
+from urna.format.embeddings import Matrix
+from urna.format.embeddings import view as view_matrix
 from urna.format.identity import citation_id
-from urna.format.layout import REQUIRED_SECTIONS, SectionId, section_label
+from urna.format.layout import REQUIRED_SECTIONS, Encoding, SectionId, section_label
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.format.reader import Container, Verify
 from urna.index.bm25 import BM25Index
+from urna.index.graph import ChunkGraph
+from urna.index.hnsw import HNSWIndex
 from urna.search.exact import exact_top_k
 from urna.search.hybrid import embed_problem, resolve_mode
 from urna.search.hybrid import rank as rank_text
-from urna.search.query import check_k, prepare
-from urna.search.result import RECALL_EXACT, Hit, SearchResult
+from urna.search.query import check_k, check_positive, prepare
+from urna.search.result import RECALL_EXACT, RECALL_RERANKED, Hit, SearchResult
 from urna.search.snippet import snippet
+from urna.search.topk import top_k
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,9 @@ class Corpus:
         self.manifest: dict[str, Any] = dict(container.manifest)
         self._embedders: dict[str | None, Embedder] = {}
         self._bm25 = load_bm25(container)
+        self._hnsw = load_hnsw(container)
+        self._graph = load_graph(container)
+        self._rerank = load_rerank_matrix(container)
 
     # --- what the file is ----------------------------------------------------
 
@@ -208,6 +216,62 @@ class Corpus:
         elapsed = (time.perf_counter() - t0) * 1000
         return SearchResult("exact", RECALL_EXACT, k, self.n_chunks, elapsed, hits)
 
+    @property
+    def hnsw(self) -> HNSWIndex | None:
+        return self._hnsw
+
+    @property
+    def graph(self) -> ChunkGraph | None:
+        return self._graph
+
+    def _rerank_top(self, candidates: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+        """Exact cosine of the candidates (full precision when the file keeps a copy)."""
+        matrix = self._rerank
+        order = np.sort(np.unique(candidates))
+        scores = matrix.rows(order) @ q
+        best = top_k(scores, k)
+        return order[best], scores[best]
+
+    def search_ann(
+        self, query: Sequence[float] | np.ndarray, k: int = 10, *, ef: int = 100
+    ) -> SearchResult:
+        """HNSW candidates (at least max(ef, k)) reranked by exact cosine; exact without HNSW."""
+        if self._hnsw is None:
+            return self.search(query, k)
+        t0 = time.perf_counter()
+        k = check_k(k)
+        ef = check_positive(ef, "ef")
+        q = prepare(query, self.dim)
+        candidates = self._hnsw.candidates(q, min(max(ef, k), self.n_chunks), ef)
+        idx, scores = self._rerank_top(candidates, q, k)
+        hits = self._hits(
+            idx, scores, index_type="hnsw", reranked=True, precision=self._rerank.dtype
+        )
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("hnsw", RECALL_RERANKED, k, self.n_chunks, elapsed, hits)
+
+    def search_graph(
+        self, query: Sequence[float] | np.ndarray, k: int = 10, *, hops: int = 1, ef: int = 100
+    ) -> SearchResult:
+        """Seeds from exact, expanded over the chunk graph, reranked: the same hits as search."""
+        if self._graph is None:
+            return self.search(query, k)
+        t0 = time.perf_counter()
+        k = check_k(k)
+        ef = check_positive(ef, "ef")
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
+            raise QueryError(f"invalid hops: {hops}")
+        q = prepare(query, self.dim)
+        n_seeds = min(max(ef, k), self.n_chunks)
+        seeds, _ = exact_top_k(self._c.matrix, q, n_seeds)
+        union = self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds))
+        scores = self._c.matrix.rows(np.sort(union)) @ q
+        order = np.sort(union)
+        best = top_k(scores, k)
+        hits = self._hits(order[best], scores[best], index_type="graph", reranked=True)
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("graph", RECALL_RERANKED, k, self.n_chunks, elapsed, hits)
+
     def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
         """This file's own model, loaded once, after the model gate (name, dim, model_hash)."""
         key = str(model_path) if model_path is not None else None
@@ -306,6 +370,7 @@ class Corpus:
         score_type: str = "cosine",
         ranks: list[dict[str, dict[str, float]]] | None = None,
         terms: list[str] | None = None,
+        precision: str = "",
     ) -> list[Hit]:
         content, fh, model = self.content_hash, self.file_hash, self.model
         hits = []
@@ -333,6 +398,7 @@ class Corpus:
                     source_ordinal=c.source_ordinal,
                     ranks=ranks[rank - 1] if ranks is not None else {},
                     snippet=snippet(c.text, terms) if terms is not None else "",
+                    precision=precision,
                 )
             )
         return hits
@@ -434,6 +500,54 @@ def load_bm25(container: Container) -> BM25Index | None:
     if not (declared and present):
         return None
     return BM25Index(container.payload(SectionId.BM25_INDEX), container.header.n_chunks)
+
+
+def load_hnsw(container: Container) -> HNSWIndex | None:
+    caps = container.manifest["capabilities"]
+    present = container.has(SectionId.HNSW_INDEX)
+    if caps.get("supports_ann") and not present:
+        raise FormatError(
+            "manifest declares supports_ann but the file has no hnsw_index section",
+            check=18,
+            section=f"section {section_label(SectionId.HNSW_INDEX)}",
+        )
+    if not (caps.get("supports_ann") and present):
+        return None
+    m = container.manifest
+    return HNSWIndex(container.payload(SectionId.HNSW_INDEX), m["n_chunks"], m["embedding_dim"])
+
+
+def load_graph(container: Container) -> ChunkGraph | None:
+    """The chunk graph only when section 0x0C exists and capabilities_ext.graph_present says so."""
+    ext = container.manifest.get("capabilities_ext") or {}
+    if not (ext.get("graph_present") and container.has(SectionId.GRAPH_ADJACENCY)):
+        return None
+    return ChunkGraph(container.payload(SectionId.GRAPH_ADJACENCY), container.header.n_chunks)
+
+
+def load_rerank_matrix(container: Container) -> Matrix:
+    """0x09 (a float32 copy of quantized embeddings) when present, else the stored matrix."""
+    if not container.has(SectionId.EMBEDDINGS_FP):
+        return container.matrix
+    entry = container.entries[SectionId.EMBEDDINGS_FP]
+    n, dim = container.header.n_chunks, container.header.embedding_dim
+    where = f"section {section_label(SectionId.EMBEDDINGS_FP)}"
+    if entry.encoding != Encoding.RAW:
+        raise FormatError(
+            f"embeddings_fp must be raw float32, got {entry.encoding.label}",
+            check=18,
+            section=where,
+        )
+    if entry.size != n * dim * 4:
+        raise FormatError(
+            f"embedding size mismatch: expected {n * dim * 4}, got {entry.size}",
+            check=18,
+            section=where,
+        )
+    matrix = view_matrix(container.payload(SectionId.EMBEDDINGS_FP), Encoding.RAW, n, dim)
+    if container.verify == "full" and matrix.first_non_finite() is not None:
+        raise FormatError("NaN or Inf detected in embeddings_fp", check=18, section=where)
+    return matrix
 
 
 def open_corpus(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus:

@@ -87,6 +87,41 @@ def search(file: str, query: str, k: int, as_json: bool) -> None:
         )
 
 
+@cli.command(name="search-ann")
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("query")
+@k_option
+@click.option("--ef", type=int, default=100, show_default=True, help="HNSW candidates to rerank.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def search_ann(file: str, query: str, k: int, ef: int, as_json: bool) -> None:
+    """HNSW candidates reranked by exact cosine (exact when the file has no HNSW)."""
+    with _open(file) as corpus:
+        result = corpus.search_ann(parse_vector(query), k=k, ef=ef)
+        _out(
+            json.dumps(result.to_dict(), ensure_ascii=False)
+            if as_json
+            else render.hit_block(result)
+        )
+
+
+@cli.command(name="search-graph")
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("query")
+@k_option
+@click.option("--hops", type=int, default=1, show_default=True, help="Graph steps from the seeds.")
+@click.option("--ef", type=int, default=100, show_default=True, help="Seed count: exact top ef.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def search_graph(file: str, query: str, k: int, hops: int, ef: int, as_json: bool) -> None:
+    """Seeds from exact, expanded over the chunk graph, reranked (exact without a graph)."""
+    with _open(file) as corpus:
+        result = corpus.search_graph(parse_vector(query), k=k, hops=hops, ef=ef)
+        _out(
+            json.dumps(result.to_dict(), ensure_ascii=False)
+            if as_json
+            else render.hit_block(result)
+        )
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=str))
 def stats(file: str) -> None:
@@ -174,7 +209,20 @@ def cite(file: str, citation: str, verify_source: bool, source_root: Path | None
 @click.option("--dtype", type=click.Choice(["float32", "float16", "int8"]), default=None)
 @click.option("--compress", is_flag=True, default=None, help="zstd on the non-embedding sections.")
 @click.option("--title", default=None)
-@click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (default: yes).")
+@click.option(
+    "--preset",
+    type=click.Choice(["exact", "compressed", "tiny", "hybrid"]),
+    default=None,
+    help="exact: float32; compressed: float16; tiny: int8 + HNSW; hybrid (default): "
+    "float32 + HNSW + BM25 + chunk graph.",
+)
+@click.option(
+    "--rerank-copy",
+    is_flag=True,
+    default=None,
+    help="Keep a float32 copy of quantized vectors to rerank with.",
+)
+@click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (preset decides).")
 @click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
 @click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
 @click.option(
@@ -196,6 +244,8 @@ def build_cmd(
     dtype: str | None,
     compress: bool | None,
     title: str | None,
+    preset: str | None,
+    rerank_copy: bool | None,
     bm25: bool | None,
     dry_run: bool,
     rebuild: bool,
@@ -228,6 +278,8 @@ def build_cmd(
         "overlap_tokens": overlap,
         "dtype": dtype,
         "compress": compress,
+        "preset": preset,
+        "rerank_copy": rerank_copy,
         "bm25": bm25,
     }
     if len(inputs) == 1 and inputs[0].suffix == ".toml":

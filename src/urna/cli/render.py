@@ -43,6 +43,7 @@ def hit_block(result: SearchResult, *, space: str | None = None) -> str:
             f"offset={h.byte_start}-{h.byte_end} model={h.model} index_type={h.index_type} "
             f"reranked={_bool(h.reranked)} file_hash={h.file_hash} "
             f"content_hash={h.content_hash} citation_id={h.citation_id}{methods}"
+            + (f" precision={h.precision}" if h.precision else "")
         )
     return "\n".join(lines)
 

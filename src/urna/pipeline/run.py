@@ -21,7 +21,7 @@ from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.loaders import load
 from urna.pipeline.discover import discover
-from urna.pipeline.spec import BuildSpec
+from urna.pipeline.spec import BuildSpec, resolved
 
 Report = Callable[[str], None]
 log = logging.getLogger(__name__)
@@ -223,6 +223,12 @@ def run_build(
         for s in spans
     ]
     meta = dict(spec.metadata)
+    dtype, bm25, ann = resolved(spec)
+    report(
+        f"index: preset {spec.preset}, {dtype}"
+        + (", HNSW + graph" if ann else "")
+        + (", BM25" if bm25 else "")
+    )
     result = build(
         out,
         chunks,
@@ -230,13 +236,16 @@ def run_build(
         model=embedder.name,
         model_hash=embedder.model_hash,
         chunker_version=chunker_version(max_tokens, spec.overlap_tokens),
-        dtype=spec.dtype,  # type: ignore[arg-type]
+        dtype=dtype,  # type: ignore[arg-type]
         compression="zstd" if spec.compress else None,
         provenance=provenance,
         title=meta.pop("title", None),
         description=meta.pop("description", None),
         extra_manifest=meta,
-        bm25=spec.bm25,
+        bm25=bm25,
+        hnsw=ann,
+        graph=ann,
+        rerank_copy=spec.rerank_copy,
     )
     summary.timings["write+verify"] = time.perf_counter() - stage
     report(f"write: {out} ({result.size} bytes), verified")

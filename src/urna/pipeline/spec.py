@@ -16,7 +16,9 @@ max_tokens = 254             # default: the model's window
 overlap_tokens = 0
 
 [index]
-bm25 = true                  # the BM25 index for text and hybrid search (default true)
+preset = "hybrid"            # exact | compressed (float16) | tiny (int8 + HNSW) | hybrid
+bm25 = true                  # override the preset's choice of the BM25 index
+rerank_copy = false          # a float32 copy of quantized vectors, to rerank with
 
 [[sources]]
 path = "docs"
@@ -59,9 +61,12 @@ class BuildSpec:
     model_path: Path | None = None
     max_tokens: int | None = None
     overlap_tokens: int = 0
-    dtype: str = "float32"
+    dtype: str | None = None  # None: as the preset says
     compress: bool = False
-    bm25: bool = True
+    preset: str = "hybrid"
+    bm25: bool | None = None  # None: as the preset says
+    dtype_set: bool = False
+    rerank_copy: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -95,6 +100,27 @@ def _globs(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+PRESETS = {
+    # preset: (dtype, bm25, hnsw + graph)
+    "exact": ("float32", False, False),
+    "compressed": ("float16", False, False),
+    "tiny": ("int8", False, True),
+    "hybrid": ("float32", True, True),
+}
+
+
+def _preset(name: str) -> str:
+    if name not in PRESETS:
+        raise BuildError(f"preset must be one of {', '.join(PRESETS)}, got {name!r}")
+    return name
+
+
+def resolved(spec: BuildSpec) -> tuple[str, bool, bool]:
+    """(dtype, bm25, hnsw and graph) after the preset and any explicit choice."""
+    dtype, bm25, ann = PRESETS[spec.preset]
+    return (spec.dtype or dtype, bm25 if spec.bm25 is None else spec.bm25, ann)
+
+
 def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     try:
         raw = path.read_bytes()
@@ -114,7 +140,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     model = _table(doc, "model", ("name", "path"))
     chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
     metadata = _table(doc, "metadata", METADATA_KEYS)
-    index = _table(doc, "index", ("bm25",))
+    index = _table(doc, "index", ("preset", "bm25", "rerank_copy"))
     sources_raw = doc.get("sources")
     if not isinstance(sources_raw, list) or not sources_raw:
         raise BuildError("spec: at least one [[sources]] entry with a path is required")
@@ -138,8 +164,8 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     out_path = _typed(out, "path", str, "output")
     if output is None and not out_path:
         raise BuildError("spec: output.path is required (or pass -o)")
-    dtype = _typed(out, "dtype", str, "output") or "float32"
-    if dtype not in DTYPES:
+    dtype = _typed(out, "dtype", str, "output")
+    if dtype is not None and dtype not in DTYPES:
         raise BuildError(f"spec: output.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     max_tokens = _typed(chunking, "max_tokens", int, "chunking")
     overlap = _typed(chunking, "overlap_tokens", int, "chunking") or 0
@@ -164,7 +190,9 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         overlap_tokens=overlap,
         dtype=dtype,
         compress=bool(_typed(out, "compress", bool, "output")),
-        bm25=_typed(index, "bm25", bool, "index") is not False,
+        preset=_preset(_typed(index, "preset", str, "index") or "hybrid"),
+        bm25=_typed(index, "bm25", bool, "index"),
+        rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
         metadata=meta,
     )
 

@@ -33,6 +33,7 @@ class Hit:
     source_ordinal: int = 0
     ranks: dict[str, dict[str, float]] = field(default_factory=dict)
     snippet: str = ""
+    precision: str = ""  # which stored precision scored the hit, on reranked paths
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

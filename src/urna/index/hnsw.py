@@ -1,0 +1,104 @@
+"""HNSW (section 0x07): a usearch index stored in the file and viewed from the memory map.
+
+Payload (version 1): the 12-byte prefix (u32 version, u64 count = n_chunks),
+u32 dim, u32 connectivity, u32 expansion_add, u32 expansion_search (the
+default ef), then usearch's own serialized index (metric cos, int8 scalars,
+key i = chunk ordinal i). The index only proposes candidates: every printed
+score is the exact cosine recomputed from the stored vectors.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from urna.embed.base import missing_extra
+from urna.errors import FormatError
+from urna.format.layout import SectionId, section_label
+
+VERSION = 1
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 100
+_HEAD = struct.Struct("<IQIIII")
+WHERE = f"section {section_label(SectionId.HNSW_INDEX)}"
+
+
+def _bad(message: str) -> FormatError:
+    return FormatError(f"hnsw index: {message}", check=18, section=WHERE)
+
+
+def _usearch() -> Any:
+    try:
+        from usearch.index import Index
+    except ImportError:
+        raise missing_extra("usearch", "embed") from None
+    return Index
+
+
+def build_payload(matrix: np.ndarray, *, connectivity: int = CONNECTIVITY) -> bytes:
+    """The 0x07 payload for unit rows (float32): built on every core, deterministic keys."""
+    index_cls = _usearch()
+    n, dim = matrix.shape
+    index = index_cls(
+        ndim=dim,
+        metric="cos",
+        dtype="i8",
+        connectivity=connectivity,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
+    )
+    index.add(np.arange(n, dtype=np.uint64), np.ascontiguousarray(matrix, dtype=np.float32))
+    blob = bytes(index.save())
+    return _HEAD.pack(VERSION, n, dim, connectivity, EXPANSION_ADD, EXPANSION_SEARCH) + blob
+
+
+class HNSWIndex:
+    """The stored HNSW, viewed in place (no copy, no temporary file)."""
+
+    def __init__(self, payload: memoryview, n_chunks: int, dim: int) -> None:
+        if len(payload) < _HEAD.size + 64:
+            raise _bad(f"payload of {len(payload)} bytes is too short")
+        version, count, d, connectivity, _, ef = _HEAD.unpack_from(payload, 0)
+        if version != VERSION:
+            raise _bad(f"unsupported version {version}, expected {VERSION}")
+        if count != n_chunks or d != dim:
+            raise _bad(f"indexes {count} vectors of dim {d}, the file has {n_chunks} of {dim}")
+        blob = payload[_HEAD.size :]
+        index_cls = _usearch()
+        try:
+            meta = index_cls.metadata(blob)
+        except Exception as exc:  # usearch refuses a damaged header with its own error
+            raise _bad(f"unreadable usearch header ({exc})") from None
+        if not meta or meta.get("dimensions") != dim or meta.get("count_present") != count:
+            raise _bad(f"usearch header disagrees: {meta}")
+        try:
+            index = index_cls(ndim=dim, metric="cos", dtype="i8", connectivity=connectivity)
+            index.view(blob)
+        except Exception as exc:
+            raise _bad(f"cannot view the usearch index ({exc})") from None
+        if len(index) != count:
+            raise _bad(f"usearch index holds {len(index)} vectors, expected {count}")
+        self._index = index
+        self._blob = blob
+        self.default_ef = int(ef)
+        self.connectivity = int(connectivity)
+
+    def candidates(self, query: np.ndarray, count: int, ef: int | None = None) -> np.ndarray:
+        """Ordinals of up to ``count`` approximate nearest chunks."""
+        self._index.expansion_search = max(ef or self.default_ef, count)
+        found = self._index.search(np.asarray(query, dtype=np.float32), count)
+        keys = np.asarray(found.keys, dtype=np.int64)
+        return keys[(keys >= 0) & (keys < len(self._index))]
+
+    def neighbours(self, matrix: np.ndarray, top_m: int) -> list[np.ndarray]:
+        """Up to ``top_m`` nearest other chunks of every chunk (for the chunk graph)."""
+        found = self._index.search(np.ascontiguousarray(matrix, dtype=np.float32), top_m + 1)
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(len(matrix), -1)
+        out = []
+        for i, row in enumerate(keys):
+            row = row[(row >= 0) & (row != i)]
+            out.append(row[:top_m])
+        return out
