@@ -142,3 +142,17 @@ def test_graph_edge_out_of_range(tmp_path: Path) -> None:
     path = _forged(tmp_path, 12, edit)
     with pytest.raises(urna.FormatError, match="points at node"):
         urna.open(path)
+
+
+def test_benchmark_verb(tmp_path: Path) -> None:
+    import json
+
+    path = _file(tmp_path, "bench", n=500, hnsw=True, graph=True, bm25=True)
+    result = run("benchmark", str(path), "--queries", "30", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert {p["path"] for p in report["paths"]} == {"exact", "hnsw", "graph", "bm25"}
+    assert report["ann_recall"] >= 0.95
+    table = run("benchmark", str(path), "--queries", "10")
+    assert "ann_recall:" in table.stdout and "p99 ms" in table.stdout
+    assert_error(run("benchmark", str(path), "--queries", "0"), "invalid queries: 0")

@@ -16,6 +16,7 @@ import urna
 from urna.builder import build
 from urna.cli import render
 from urna.errors import UrnaError
+from urna.evaluate.latency import run_benchmark
 from urna.evaluate.run import run_eval
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
@@ -484,6 +485,21 @@ def eval_cmd(
         report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
     )
     _out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))
+
+
+@cli.command(name="benchmark")
+@click.argument("file", type=click.Path(path_type=str))
+@click.option("--queries", type=int, default=200, show_default=True)
+@k_option
+@click.option("--ef", type=int, default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> None:
+    """Latency percentiles per search path, and ANN recall@k against exact."""
+    if queries <= 0:
+        raise urna.QueryError(f"invalid queries: {queries}")
+    with _open(file) as corpus:
+        report = run_benchmark(corpus, queries=queries, k=k, ef=ef)
+        _out(json.dumps(report.to_dict(), indent=2) if as_json else render.benchmark(report))
 
 
 def main() -> None:

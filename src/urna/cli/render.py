@@ -229,3 +229,19 @@ def eval_report(report: Any) -> str:
             f"{r.queries:>8} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f} {r.p99_ms:>8.2f}"
         )
     return "\n".join(lines)
+
+
+def benchmark(report: Any) -> str:
+    lines = [kv("file", report.file), kv("chunks", report.chunks), kv("k", report.k)]
+    if report.ann_recall is not None:
+        lines.append(kv("ann_recall", f"{report.ann_recall:.4f} (recall@{report.k} vs exact)"))
+    lines += [
+        "",
+        f"{'path':<8} {'queries':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'mean ms':>9}",
+    ]
+    for p in report.paths:
+        lines.append(
+            f"{p.path:<8} {p.queries:>8} {p.p50_ms:>9.3f} {p.p95_ms:>9.3f} "
+            f"{p.p99_ms:>9.3f} {p.mean_ms:>9.3f}"
+        )
+    return "\n".join(lines)

@@ -29,3 +29,11 @@ def mrr_at(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> flo
 
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile (q in [0, 1]); 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

@@ -12,6 +12,7 @@ from urna.embed.base import cache_dir
 from urna.embed.registry import canonical, resolve
 from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
+from urna.evaluate.metrics import percentile
 from urna.pipeline.run import Report, run_build
 from urna.pipeline.spec import BuildSpec, Source
 
@@ -42,13 +43,6 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def default_output(folder: Path, model: str) -> Path:
@@ -98,8 +92,8 @@ def run_eval(
                     scores.mrr10,
                     scores.queries,
                     statistics.median(lat),
-                    _percentile(lat, 0.95),
-                    _percentile(lat, 0.99),
+                    percentile(lat, 0.95),
+                    percentile(lat, 0.99),
                 )
             )
     return result
