@@ -70,6 +70,9 @@ class Section:
     checksum: str
 
 
+RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
+
+
 class Corpus:
     """A .urna file opened for reading. Create it with :func:`urna.open`."""
 
@@ -242,7 +245,9 @@ class Corpus:
         k = check_k(k)
         ef = check_positive(ef, "ef")
         q = prepare(query, self.dim)
-        candidates = self._hnsw.candidates(q, min(max(ef, k), self.n_chunks), ef)
+        # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
+        wanted = min(RERANK_FACTOR * max(ef, k), self.n_chunks)
+        candidates = self._hnsw.candidates(q, wanted, wanted)
         idx, scores = self._rerank_top(candidates, q, k)
         hits = self._hits(
             idx, scores, index_type="hnsw", reranked=True, precision=self._rerank.dtype

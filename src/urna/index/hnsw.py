@@ -19,7 +19,7 @@ from urna.errors import FormatError
 from urna.format.layout import SectionId, section_label
 
 VERSION = 1
-CONNECTIVITY = 16
+CONNECTIVITY = 32
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 100
 _HEAD = struct.Struct("<IQIIII")
@@ -87,7 +87,8 @@ class HNSWIndex:
         self.connectivity = int(connectivity)
 
     def candidates(self, query: np.ndarray, count: int, ef: int | None = None) -> np.ndarray:
-        """Ordinals of up to ``count`` approximate nearest chunks."""
+        """Ordinals of up to ``count`` approximate nearest chunks (the int8 graph proposes,
+        the caller reranks by exact cosine)."""
         self._index.expansion_search = max(ef or self.default_ef, count)
         found = self._index.search(np.asarray(query, dtype=np.float32), count)
         keys = np.asarray(found.keys, dtype=np.int64)
