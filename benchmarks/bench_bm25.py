@@ -17,7 +17,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -39,17 +39,27 @@ def main() -> None:
     tokens = [tokenize(t) for t in texts]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bm25.urna"
-        chunks = [{"text": t, "source_uri": f"{d['_id']}", "byte_start": 0,
-                   "byte_end": len(t.encode())} for d, t in zip(docs, texts, strict=True)]
-        urna.build(path, chunks, embeddings=np.ones((len(texts), 1)), model="none",
-                   model_hash="sha256:" + "0" * 64, chunker_version="bench/1", bm25=True)
+        chunks = [
+            {"text": t, "source_uri": f"{d['_id']}", "byte_start": 0, "byte_end": len(t.encode())}
+            for d, t in zip(docs, texts, strict=True)
+        ]
+        urna.build(
+            path,
+            chunks,
+            embeddings=np.ones((len(texts), 1)),
+            model="none",
+            model_hash="sha256:" + "0" * 64,
+            chunker_version="bench/1",
+            bm25=True,
+        )
         corpus = urna.open(path)
         index = corpus.bm25
         assert index is not None
         reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
         reference.index(tokens, show_progress=False)
-        q_tokens = [[t for t in dict.fromkeys(tokenize(q)) if t in reference.vocab_dict]
-                    for q in queries]
+        q_tokens = [
+            [t for t in dict.fromkeys(tokenize(q)) if t in reference.vocab_dict] for q in queries
+        ]
         q_tokens = [q for q in q_tokens if q]
 
         def ours() -> None:
@@ -67,8 +77,11 @@ def main() -> None:
                 reference.retrieve([q], k=10, n_threads=1, show_progress=False)
 
         rows = []
-        for name, fn in (("urna (tokens given)", ours), ("urna (tokenizing each query)",
-                         ours_with_tokenizing), ("bm25s .retrieve (tokens given)", theirs)):
+        for name, fn in (
+            ("urna (tokens given)", ours),
+            ("urna (tokenizing each query)", ours_with_tokenizing),
+            ("bm25s .retrieve (tokens given)", theirs),
+        ):
             fn()
             best = min(_time(fn) for _ in range(args.repeat))
             count = len(queries) if "tokenizing" in name else len(q_tokens)

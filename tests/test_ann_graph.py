@@ -156,3 +156,9 @@ def test_benchmark_verb(tmp_path: Path) -> None:
     table = run("benchmark", str(path), "--queries", "10")
     assert "ann_recall:" in table.stdout and "p99 ms" in table.stdout
     assert_error(run("benchmark", str(path), "--queries", "0"), "invalid queries: 0")
+
+
+def test_indexed_build_is_reproducible(tmp_path: Path) -> None:
+    a = _file(tmp_path, "a", n=1500, hnsw=True, graph=True, bm25=True)
+    b = _file(tmp_path, "b", n=1500, hnsw=True, graph=True, bm25=True)
+    assert a.read_bytes() == b.read_bytes()

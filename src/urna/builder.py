@@ -18,6 +18,7 @@ from urna.format import sections as payloads
 from urna.format.identity import chunk_id_of, chunker_tail, citation_id, content_hash
 from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
 from urna.format.reader import Container
+from urna.format.spaces import MAX_SPACES, Space, encode_space_table
 from urna.format.writer import SectionPayload, write_container
 from urna.index.bm25 import build_payload as build_bm25
 from urna.index.graph import TOP_M as GRAPH_TOP_M
@@ -185,6 +186,7 @@ def build(
     hnsw: bool = False,
     graph: bool = False,
     rerank_copy: bool = False,
+    spaces: Sequence[Mapping[str, Any]] = (),
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -194,7 +196,9 @@ def build(
     ``created`` is given. ``bm25=True`` adds the BM25 index (section 0x08) over
     each chunk's text and section path; ``hnsw=True`` an HNSW index (0x07);
     ``graph=True`` (with hnsw) the chunk graph (0x0C); ``rerank_copy=True`` a
-    float32 copy of quantized embeddings used to rerank (0x09).
+    float32 copy of quantized embeddings used to rerank (0x09). ``spaces`` adds
+    named embedding spaces, each ``{"name", "model", "model_hash", "embeddings"}``
+    with one row per chunk (0x15 and 0x20 + i).
     """
     items = list(chunks)
     if not items:
@@ -293,7 +297,7 @@ def build(
         SectionId.PROVENANCE: payloads.encode_json(dict(provenance or {})),
         SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
     }
-    stored = dict(decoded)
+    stored: dict[int, bytes] = {int(sid): data for sid, data in decoded.items()}
     if bm25:
         documents = [
             (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
@@ -311,6 +315,33 @@ def build(
             stored[SectionId.GRAPH_ADJACENCY] = build_graph(
                 [u.decode("utf-8") for u in uris], semantic
             )
+    if spaces:
+        table: list[Space] = []
+        if len(spaces) > MAX_SPACES:
+            raise BuildError(f"at most {MAX_SPACES} named spaces, got {len(spaces)}")
+        for i, space in enumerate(spaces, 1):
+            space_name = space.get("name")
+            if (
+                not isinstance(space_name, str)
+                or not space_name
+                or space_name in {t.name for t in table}
+            ):
+                raise BuildError(f"space {i} needs a unique non-empty name, got {space_name!r}")
+            space_hash = space.get("model_hash")
+            if not isinstance(space_hash, str) or not manifest_rules.HASH_RE.fullmatch(space_hash):
+                raise BuildError(f"space {space_name} model_hash must be sha256:<64 lowercase hex>")
+            band = _matrix([None] * n, space.get("embeddings"), n, None)
+            table.append(
+                Space(
+                    space_name,
+                    str(space.get("model") or space_name),
+                    space_hash,
+                    int(band.shape[1]),
+                    0x20 + i,
+                )
+            )
+            stored[0x20 + i] = emb.encode(band, Encoding.RAW)
+        stored[SectionId.SPACE_TABLE] = encode_space_table(table)
     if rerank_copy and dtype != "float32":
         stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
     if any(meta_paths) or any(meta_pages) or any(meta_ordinals):

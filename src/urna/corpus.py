@@ -30,6 +30,7 @@ from urna.format.identity import citation_id
 from urna.format.layout import REQUIRED_SECTIONS, Encoding, SectionId, section_label
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.format.reader import Container, Verify
+from urna.format.spaces import Space
 from urna.index.bm25 import BM25Index
 from urna.index.graph import ChunkGraph
 from urna.index.hnsw import HNSWIndex
@@ -164,9 +165,10 @@ class Corpus:
     def chunk(self, i: int) -> Chunk:
         if not 0 <= i < self.n_chunks:
             raise IndexError(f"chunk ordinal {i} out of range [0, {self.n_chunks})")
-        cid = self.chunk_id(i)
-        spans = self._c.spans
-        meta = self._c.chunk_meta
+        c = self._c
+        cid = c.chunk_id_rows[i].tobytes().decode("ascii")
+        spans = c.spans
+        meta = c.chunk_meta
         extra: dict[str, Any] = (
             {
                 "section_path": meta.section_paths[i],
@@ -230,7 +232,7 @@ class Corpus:
     def _rerank_top(self, candidates: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
         """Exact cosine of the candidates (full precision when the file keeps a copy)."""
         matrix = self._rerank
-        order = np.sort(np.unique(candidates))
+        order = np.sort(candidates)  # usearch returns each key once
         scores = matrix.rows(order) @ q
         best = top_k(scores, k)
         return order[best], scores[best]
@@ -254,6 +256,34 @@ class Corpus:
         )
         elapsed = (time.perf_counter() - t0) * 1000
         return SearchResult("hnsw", RECALL_RERANKED, k, self.n_chunks, elapsed, hits)
+
+    def spaces(self) -> list[Space]:
+        return list(self._c.spaces)
+
+    def search_space(
+        self,
+        query: Sequence[float] | np.ndarray,
+        space: str,
+        k: int = 10,
+        *,
+        expect_model_hash: str | None = None,
+    ) -> SearchResult:
+        """Exact search over one named embedding space; never falls back to another."""
+        t0 = time.perf_counter()
+        k = check_k(k)
+        found = next((s for s in self._c.spaces if s.name == space), None)
+        if found is None:
+            raise QueryError(f"embedding space not found: {space}")
+        if expect_model_hash is not None and expect_model_hash != found.model_hash:
+            raise QueryError(
+                f"model_hash mismatch: space {space} was built with {found.model_hash}, "
+                f"expected {expect_model_hash}"
+            )
+        q = prepare(query, found.dim)
+        idx, scores = exact_top_k(self._c.space_matrix(found), q, k)
+        hits = self._hits(idx, scores, index_type="space", reranked=False, model=found.model)
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("space", RECALL_EXACT, k, self.n_chunks, elapsed, hits, space=space)
 
     def search_graph(
         self, query: Sequence[float] | np.ndarray, k: int = 10, *, hops: int = 1, ef: int = 100
@@ -376,8 +406,10 @@ class Corpus:
         ranks: list[dict[str, dict[str, float]]] | None = None,
         terms: list[str] | None = None,
         precision: str = "",
+        model: str | None = None,
     ) -> list[Hit]:
-        content, fh, model = self.content_hash, self.file_hash, self.model
+        content, fh = self.content_hash, self.file_hash
+        model = model or self.model
         hits = []
         for rank, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True), 1):
             c = self.chunk(i)
@@ -472,7 +504,16 @@ class Corpus:
                 }
                 for s in self.sections()
             ],
-            "spaces": [],
+            "spaces": [
+                {
+                    "name": sp.name,
+                    "model": sp.model,
+                    "model_hash": sp.model_hash,
+                    "dim": sp.dim,
+                    "section": f"0x{sp.section:02X}",
+                }
+                for sp in self._c.spaces
+            ],
         }
 
     def validate(self) -> AuditReport:

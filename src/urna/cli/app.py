@@ -123,6 +123,28 @@ def search_graph(file: str, query: str, k: int, hops: int, ef: int, as_json: boo
         )
 
 
+@cli.command(name="search-space")
+@click.argument("file", type=click.Path(path_type=str))
+@click.argument("query")
+@click.option("--space", required=True, help="Name of the embedding space.")
+@k_option
+@click.option("--expect-model-hash", default=None, help="Refuse unless the space has this hash.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def search_space(
+    file: str, query: str, space: str, k: int, expect_model_hash: str | None, as_json: bool
+) -> None:
+    """Exact search over one named embedding space (never a fallback)."""
+    with _open(file) as corpus:
+        result = corpus.search_space(
+            parse_vector(query), space, k=k, expect_model_hash=expect_model_hash
+        )
+        _out(
+            json.dumps(result.to_dict(), ensure_ascii=False)
+            if as_json
+            else render.hit_block(result)
+        )
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=str))
 def stats(file: str) -> None:

@@ -20,8 +20,8 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def hit_block(result: SearchResult, *, space: str | None = None) -> str:
-    lines = [kv("space", space)] if space is not None else []
+def hit_block(result: SearchResult) -> str:
+    lines = [kv("space", result.space)] if result.space is not None else []
     lines += [
         kv("index_type", result.index_type),
         kv("recall", result.recall),
@@ -87,9 +87,20 @@ def stats(corpus: Corpus) -> str:
     lines.append(kv("sections", len(sections)))
     for s in sections:
         lines.append(f"  0x{s.id:02X} {s.name} encoding={s.encoding} {s.size} bytes")
-    lines.append(kv("spaces", "none"))
+    lines += _space_lines(corpus)
     lines += _hash_lines(corpus)
     return "\n".join(lines)
+
+
+def _space_lines(corpus: Corpus) -> list[str]:
+    spaces = corpus.spaces()
+    if not spaces:
+        return [kv("spaces", "none")]
+    return [kv("spaces", len(spaces))] + [
+        f"  {s.name} model={s.model} dim={s.dim} model_hash={s.model_hash} "
+        f"section=0x{s.section:02X}"
+        for s in spaces
+    ]
 
 
 def inspect(corpus: Corpus) -> str:
@@ -101,7 +112,7 @@ def inspect(corpus: Corpus) -> str:
         lines.append(
             f"  0x{s.id:02X}  {s.name:<22} {s.encoding:<9} {s.offset:<11} {s.size:<11} {s.checksum}"
         )
-    lines.append(kv("spaces", "none"))
+    lines += _space_lines(corpus)
     lines.append(kv("provenance", _compact(corpus.provenance)))
     lines += _hash_lines(corpus)
     return "\n".join(lines)

@@ -49,6 +49,8 @@ from urna.format.layout import (
     MIN_FILE_SIZE,
     OTHER_ENCODINGS,
     REQUIRED_SECTIONS,
+    SPACE_BAND_FIRST,
+    SPACE_BAND_LAST,
     UNSUPPORTED_ENCODINGS,
     VERSION_MAJOR,
     VERSION_MINOR,
@@ -58,6 +60,7 @@ from urna.format.layout import (
     section_label,
     section_name,
 )
+from urna.format.spaces import Space, decode_space_table
 from urna.format.writer import header_checksum
 
 Verify = Literal["full", "trusted"]
@@ -151,6 +154,10 @@ class Container:
         decoded = memoryview(_unzstd(entry, stored))
         self._decoded[section_id] = decoded
         return decoded
+
+    def space_matrix(self, space: Space) -> emb.Matrix:
+        n = self.header.n_chunks
+        return emb.view(self.payload(space.section), Encoding.RAW, n, space.dim)
 
     def has(self, section_id: int) -> bool:
         return section_id in self.entries
@@ -384,7 +391,16 @@ class Container:
                     f"int8 embeddings version {version} scale_kind {kind}, expected 1 and 0",
                 )
         self.matrix = emb.view(stored, entry.encoding, n, dim)
-        # 13. named spaces: their sections are checked structurally only in this version
+        # 13. named spaces: every band the table names exists with the right size
+        self.spaces: list[Space] = []
+        if SectionId.SPACE_TABLE in entries:
+            self.spaces = decode_space_table(self.payload(SectionId.SPACE_TABLE), entries, n)
+        elif any(SPACE_BAND_FIRST <= sid <= SPACE_BAND_LAST for sid in entries):
+            raise _fail(
+                13,
+                "section 0x15 space_table",
+                "embedding space bands exist but there is no space table",
+            )
         # 14. the search contract equals the manifest
         contract = payloads.decode_json(
             SectionId.SEARCH_CONTRACT, self.payload(SectionId.SEARCH_CONTRACT)
@@ -421,6 +437,14 @@ class Container:
             row = self.matrix.first_non_finite()
             if row is not None:
                 raise _fail(16, where, f"NaN or Inf detected in embeddings (row {row})")
+            for space in self.spaces:
+                band = self.space_matrix(space)
+                if band.first_non_finite() is not None:
+                    raise _fail(
+                        16,
+                        f"section {section_label(space.section)}",
+                        f"NaN or Inf detected in embeddings of space {space.name}",
+                    )
 
 
 def _map(path: Path) -> tuple[mmap.mmap | None, int]:

@@ -50,7 +50,11 @@ def build_payload(matrix: np.ndarray, *, connectivity: int = CONNECTIVITY) -> by
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
     )
-    index.add(np.arange(n, dtype=np.uint64), np.ascontiguousarray(matrix, dtype=np.float32))
+    # One thread: a multi-threaded build links the graph in a different order each run,
+    # and a build must give the same bytes every time.
+    index.add(
+        np.arange(n, dtype=np.uint64), np.ascontiguousarray(matrix, dtype=np.float32), threads=1
+    )
     blob = bytes(index.save())
     return _HEAD.pack(VERSION, n, dim, connectivity, EXPANSION_ADD, EXPANSION_SEARCH) + blob
 

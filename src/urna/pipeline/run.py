@@ -192,10 +192,25 @@ def run_build(
 
     stage = time.perf_counter()
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
+    extra_spaces: list[dict[str, object]] = []
     try:
         vectors, embedded = embed_cached(
             embedder, [s.text for s in spans], cache=cache, report=report, bar=bar
         )
+        for name, model in spec.spaces:
+            space_embedder = resolve(model)
+            report(f"space {name}: {space_embedder.name}")
+            band, _ = embed_cached(
+                space_embedder, [s.text for s in spans], cache=cache, report=report, bar=bar
+            )
+            extra_spaces.append(
+                {
+                    "name": name,
+                    "model": space_embedder.name,
+                    "model_hash": space_embedder.model_hash,
+                    "embeddings": band,
+                }
+            )
     finally:
         if cache:
             cache.close()
@@ -246,6 +261,7 @@ def run_build(
         hnsw=ann,
         graph=ann,
         rerank_copy=spec.rerank_copy,
+        spaces=extra_spaces,
     )
     summary.timings["write+verify"] = time.perf_counter() - stage
     report(f"write: {out} ({result.size} bytes), verified")

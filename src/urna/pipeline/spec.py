@@ -20,6 +20,10 @@ preset = "hybrid"            # exact | compressed (float16) | tiny (int8 + HNSW)
 bm25 = true                  # override the preset's choice of the BM25 index
 rerank_copy = false          # a float32 copy of quantized vectors, to rerank with
 
+[[spaces]]                   # optional: more embedding spaces, each with its own model
+name = "static"
+model = "minilm-static"
+
 [[sources]]
 path = "docs"
 include = ["**/*.md", "**/*.pdf"]   # default: every supported file
@@ -67,6 +71,7 @@ class BuildSpec:
     bm25: bool | None = None  # None: as the preset says
     dtype_set: bool = False
     rerank_copy: bool = False
+    spaces: tuple[tuple[str, str], ...] = ()  # (space name, model name): extra embedding spaces
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -132,7 +137,9 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BuildError(f"spec {path} is not valid TOML: {exc}") from None
-    unknown = sorted(set(doc) - {"output", "model", "chunking", "index", "sources", "metadata"})
+    unknown = sorted(
+        set(doc) - {"output", "model", "chunking", "index", "sources", "spaces", "metadata"}
+    )
     if unknown:
         raise BuildError(f"spec: unknown table [{unknown[0]}]")
     base = path.resolve().parent
@@ -161,6 +168,18 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
                 _globs(entry.get("exclude"), f"sources[{i}].exclude"),
             )
         )
+    spaces = []
+    raw_spaces = doc.get("spaces", [])
+    if not isinstance(raw_spaces, list):
+        raise BuildError("spec: spaces must be an array of tables ([[spaces]])")
+    for i, entry in enumerate(raw_spaces):
+        if not isinstance(entry, dict) or sorted(entry) != ["model", "name"]:
+            raise BuildError(f"spec: spaces[{i}] needs exactly a name and a model")
+        if not all(isinstance(entry[k], str) and entry[k] for k in ("name", "model")):
+            raise BuildError(f"spec: spaces[{i}] name and model must be non-empty strings")
+        spaces.append((entry["name"], entry["model"]))
+    if len({name for name, _ in spaces}) != len(spaces):
+        raise BuildError("spec: space names must be unique")
     out_path = _typed(out, "path", str, "output")
     if output is None and not out_path:
         raise BuildError("spec: output.path is required (or pass -o)")
@@ -193,6 +212,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         preset=_preset(_typed(index, "preset", str, "index") or "hybrid"),
         bm25=_typed(index, "bm25", bool, "index"),
         rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
+        spaces=tuple(spaces),
         metadata=meta,
     )
 

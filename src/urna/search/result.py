@@ -50,6 +50,7 @@ class SearchResult:
     mode: str | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    space: str | None = None
 
     @property
     def k_returned(self) -> int:
@@ -61,6 +62,7 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({"space": self.space} if self.space else {}),
             "index_type": self.index_type,
             **({"mode": self.mode} if self.mode else {}),
             "recall": 1 if self.recall == RECALL_EXACT else None,
