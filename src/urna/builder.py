@@ -279,6 +279,9 @@ def build(
         "created": created,
         "capabilities_ext": {"graph_present": True} if graph else None,
     }
+    if bm25:
+        # The fusion that `urna eval` measured best, recorded with the file (SEARCH.md).
+        manifest["fusion"] = {"default": "calibrated", "text_calibration": 10.0, "rrf_k": 60}
     for key, value in (extra_manifest or {}).items():
         if key in manifest:
             raise BuildError(f"extra manifest key {key!r} collides with a standard key")

@@ -327,7 +327,7 @@ class Corpus:
         k: int = 10,
         *,
         mode: str = "auto",
-        fusion: str = "calibrated",
+        fusion: str | None = None,
         candidates: int | None = None,
         embedder: Embedder | None = None,
         model_path: str | os.PathLike[str] | None = None,
@@ -340,6 +340,10 @@ class Corpus:
         k = check_k(k)
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty query")
+        recorded = self.manifest.get("fusion")
+        if fusion is None:
+            fusion = recorded.get("default", "calibrated") if isinstance(recorded, dict) else None
+            fusion = fusion if fusion in ("calibrated", "rrf") else "calibrated"
 
         def get_embedder() -> Embedder:
             nonlocal embedder

@@ -385,9 +385,8 @@ mode_option = click.option(
 fusion_option = click.option(
     "--fusion",
     type=click.Choice(["calibrated", "rrf"]),
-    default="calibrated",
-    show_default=True,
-    help="How hybrid fuses the two rankings.",
+    default=None,
+    help="How hybrid fuses the two rankings (default: the file's recorded choice, calibrated).",
 )
 model_path_option = click.option(
     "--model-path",
@@ -415,7 +414,7 @@ def search_text(
     text: str,
     k: int,
     mode: str,
-    fusion: str,
+    fusion: str | None,
     candidates: int | None,
     model_path: Path | None,
     as_json: bool,
@@ -447,7 +446,13 @@ def search_text(
 )
 @model_path_option
 def ask(
-    file: str, text: str, k: int, mode: str, fusion: str, disclose: str, model_path: Path | None
+    file: str,
+    text: str,
+    k: int,
+    mode: str,
+    fusion: str | None,
+    disclose: str,
+    model_path: Path | None,
 ) -> None:
     """The passages that answer a question, each with its citation."""
     with _open(file) as corpus:
@@ -466,7 +471,7 @@ def ask(
 )
 @model_path_option
 def retrieve(
-    file: str, text: str, k: int, mode: str, fusion: str, fmt: str, model_path: Path | None
+    file: str, text: str, k: int, mode: str, fusion: str | None, fmt: str, model_path: Path | None
 ) -> None:
     """Hits as JSON for programs: one object per hit (jsonl) or one array (json)."""
     with _open(file) as corpus:
