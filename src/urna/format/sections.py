@@ -44,12 +44,7 @@ def encode_strings(values: Sequence[bytes]) -> bytes:
 
 
 def encode_spans(uris: Sequence[bytes], starts: Sequence[int], ends: Sequence[int]) -> bytes:
-    parts = [_prefix(len(uris))]
-    for uri, start, end in zip(uris, starts, ends, strict=True):
-        parts.append(U32.pack(len(uri)))
-        parts.append(uri)
-        parts.append(SPAN_TAIL.pack(start, end))
-    return b"".join(parts)
+    return _encode_tailed(uris, starts, ends, SPAN_TAIL)
 
 
 def encode_json(value: dict[str, Any]) -> bytes:
@@ -159,13 +154,32 @@ class Spans:
     byte_end: np.ndarray
 
 
-def decode_spans(section: int, payload: memoryview, count: int) -> Spans:
+def _decode_tailed(
+    section: int, payload: memoryview, count: int, tail: struct.Struct, dtype: str
+) -> tuple[StringTable, np.ndarray]:
+    """Entries of a u32-length string followed by two fixed-size numbers: (strings, (n, 2))."""
     _check_prefix(section, payload, count)
-    starts, lengths = _walk(section, payload, count, SPAN_TAIL.size)
+    starts, lengths = _walk(section, payload, count, tail.size)
     data = np.frombuffer(payload, dtype=np.uint8)
     _check_utf8(section, data, starts, lengths)
-    tails = (starts + lengths)[:, None] + np.arange(SPAN_TAIL.size)[None, :]
-    packed = data[tails].reshape(-1).view("<u8").reshape(count, 2) if count else np.empty((0, 2))
+    tails = (starts + lengths)[:, None] + np.arange(tail.size)[None, :]
+    packed = data[tails].reshape(-1).view(dtype).reshape(count, 2) if count else np.empty((0, 2))
+    return StringTable(payload, starts, lengths), packed
+
+
+def _encode_tailed(
+    strings: Sequence[bytes], first: Sequence[int], second: Sequence[int], tail: struct.Struct
+) -> bytes:
+    parts = [_prefix(len(strings))]
+    for raw, a, b in zip(strings, first, second, strict=True):
+        parts.append(U32.pack(len(raw)))
+        parts.append(raw)
+        parts.append(tail.pack(a, b))
+    return b"".join(parts)
+
+
+def decode_spans(section: int, payload: memoryview, count: int) -> Spans:
+    uris, packed = _decode_tailed(section, payload, count, SPAN_TAIL, "<u8")
     byte_start = packed[:, 0].astype(np.uint64)
     byte_end = packed[:, 1].astype(np.uint64)
     bad = np.flatnonzero(byte_end < byte_start)
@@ -174,7 +188,7 @@ def decode_spans(section: int, payload: memoryview, count: int) -> Spans:
         raise _err(
             section, f"chunk {i} has byte_end {byte_end[i]} before byte_start {byte_start[i]}"
         )
-    return Spans(StringTable(payload, starts, lengths), byte_start, byte_end)
+    return Spans(uris, byte_start, byte_end)
 
 
 META_TAIL = struct.Struct("<II")
@@ -184,12 +198,7 @@ def encode_chunk_meta(
     paths: Sequence[bytes], pages: Sequence[int], ordinals: Sequence[int]
 ) -> bytes:
     """0x10 chunk_meta: per chunk a u32-length section path, u32 page (0 = none), u32 ordinal."""
-    parts = [_prefix(len(paths))]
-    for path, page, ordinal in zip(paths, pages, ordinals, strict=True):
-        parts.append(U32.pack(len(path)))
-        parts.append(path)
-        parts.append(META_TAIL.pack(page, ordinal))
-    return b"".join(parts)
+    return _encode_tailed(paths, pages, ordinals, META_TAIL)
 
 
 @dataclass(frozen=True)
@@ -200,15 +209,8 @@ class ChunkMeta:
 
 
 def decode_chunk_meta(section: int, payload: memoryview, count: int) -> ChunkMeta:
-    _check_prefix(section, payload, count)
-    starts, lengths = _walk(section, payload, count, META_TAIL.size)
-    data = np.frombuffer(payload, dtype=np.uint8)
-    _check_utf8(section, data, starts, lengths)
-    tails = (starts + lengths)[:, None] + np.arange(META_TAIL.size)[None, :]
-    packed = data[tails].reshape(-1).view("<u4").reshape(count, 2) if count else np.empty((0, 2))
-    return ChunkMeta(
-        StringTable(payload, starts, lengths), packed[:, 0].copy(), packed[:, 1].copy()
-    )
+    paths, packed = _decode_tailed(section, payload, count, META_TAIL, "<u4")
+    return ChunkMeta(paths, packed[:, 0].copy(), packed[:, 1].copy())
 
 
 def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarray:
