@@ -514,5 +514,21 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
         _out(json.dumps(report.to_dict(), indent=2) if as_json else render.benchmark(report))
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--token",
+    default=None,
+    help="Bearer token required on every route but health (or URNA_TOKEN); mandatory off loopback.",
+)
+def serve(paths: tuple[Path, ...], host: str, port: int, token: str | None) -> None:
+    """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem."""
+    from urna.server.run import serve as run_server
+
+    run_server(list(paths), host=host, port=port, token=token)
+
+
 def main() -> None:
     cli(prog_name="urna")

@@ -1,0 +1,58 @@
+"""The databases a server answers for: .urna files named by their stem, verified once at start."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from urna.corpus import Corpus, open_corpus
+from urna.errors import FileError, UrnaError
+
+
+@dataclass
+class Databases:
+    """Name -> open corpus. Swapping a name's corpus is atomic for readers (one dict store)."""
+
+    corpora: dict[str, Corpus] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, name: str) -> Corpus | None:
+        return self.corpora.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.corpora)
+
+    def swap(self, name: str, corpus: Corpus) -> None:
+        with self.lock:
+            old = self.corpora.get(name)
+            self.corpora[name] = corpus
+        if old is not None:
+            old.close()  # the map stays valid while a request still holds views of it
+
+
+def discover(paths: list[Path]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in paths:
+        if path.is_dir():
+            files = sorted(path.glob("*.urna"))
+            if not files:
+                raise FileError(f"no .urna files in {path}")
+        elif path.is_file():
+            files = [path]
+        else:
+            raise FileError(f"file not found: {path}")
+        for file in files:
+            name = file.stem
+            if name in found:
+                raise UrnaError(f"two databases are named {name!r}: {found[name]} and {file}")
+            found[name] = file
+    return found
+
+
+def load(paths: list[Path]) -> Databases:
+    """Open every file with the full check; any failure stops the server before it starts."""
+    dbs = Databases()
+    for name, path in discover(paths).items():
+        dbs.corpora[name] = open_corpus(path)
+    return dbs

@@ -1,0 +1,103 @@
+"""The product's own API under /v1: search with modes and filters, citations, databases."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+
+from urna.corpus import Corpus
+from urna.server.databases import Databases
+from urna.server.errors import ApiError
+from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS, filtered_search, v1_hits
+
+
+def router(dbs: Databases) -> APIRouter:
+    api = APIRouter(prefix="/v1")
+
+    def corpus_of(name: str) -> Corpus:
+        corpus = dbs.get(name)
+        if corpus is None:
+            raise ApiError(404, "unknown_database", f"database not found: {name}")
+        return corpus
+
+    @api.get("/search", summary="Search one database by text")
+    async def search(
+        db: str = Query(..., min_length=1),
+        q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
+        mode: Literal["auto", "hybrid", "vector", "text"] = "auto",
+        limit: int = Query(10, ge=1, le=MAX_LIMIT),
+        fusion: Literal["calibrated", "rrf"] | None = None,
+        source: str | None = Query(None, max_length=500, description="glob on source_uri"),
+        section: str | None = Query(None, max_length=500, description="section path prefix"),
+    ) -> dict[str, Any]:
+        if not q.strip():
+            raise ApiError(400, "bad_query", "q is empty")
+        corpus = corpus_of(db)
+        result = await asyncio.to_thread(
+            filtered_search,
+            corpus,
+            q,
+            mode=mode,
+            limit=limit,
+            source=source,
+            section=section,
+            fusion=fusion,
+        )
+        return {
+            "db": db,
+            "mode": result.mode,
+            "index_type": result.index_type,
+            "query_time_ms": round(result.query_time_ms, 3),
+            **({"note": result.note} if result.note else {}),
+            "hits": v1_hits(result),
+        }
+
+    @api.get("/cite", summary="Resolve a citation urna://<content_hash>/<chunk_id>")
+    async def cite(
+        db: str = Query(..., min_length=1), citation: str = Query(..., min_length=1, max_length=300)
+    ) -> dict[str, Any]:
+        corpus = corpus_of(db)
+        chunk = corpus.cite(citation)
+        return {
+            "citation_id": chunk.citation_id,
+            "chunk_id": chunk.chunk_id,
+            "source_uri": chunk.source_uri,
+            "byte_start": chunk.byte_start,
+            "byte_end": chunk.byte_end,
+            "section_path": chunk.section_path,
+            "page": chunk.page,
+            "source_ordinal": chunk.source_ordinal,
+            "text": chunk.text,
+            "file_hash": corpus.file_hash,
+            "content_hash": corpus.content_hash,
+        }
+
+    @api.get("/databases", summary="Loaded databases")
+    async def databases() -> dict[str, Any]:
+        out = []
+        for name in dbs.names():
+            c = dbs.get(name)
+            if c is not None:
+                out.append(
+                    {
+                        "name": name,
+                        "chunks": c.n_chunks,
+                        "model": c.model,
+                        "dim": c.dim,
+                        "index_type": c.index_type,
+                        "text_search": c.bm25 is not None,
+                        "file_hash": c.file_hash,
+                        "content_hash": c.content_hash,
+                    }
+                )
+        return {"databases": out}
+
+    @api.get("/databases/{name}", summary="Everything urna inspect --json shows")
+    async def database(name: str) -> dict[str, Any]:
+        info = corpus_of(name).info()
+        info.pop("path", None)  # databases are addressed by name, never by path
+        return info
+
+    return api

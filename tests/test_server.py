@@ -1,0 +1,297 @@
+"""urna serve over real HTTP on loopback: the compatible routes, /v1, errors, the token."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import needs_models, run
+
+pytestmark = [
+    needs_models,
+    pytest.mark.skipif(
+        not (shutil.which("true") and __import__("importlib").util.find_spec("fastapi")),
+        reason="needs the serve extra",
+    ),
+]
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+TOKEN = "s3cret-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, paths: list[Path], *extra: str) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "urna",
+                "serve",
+                *map(str, paths),
+                "--port",
+                str(self.port),
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read()}")  # type: ignore[union-attr]
+            try:
+                self.get("/api/health")
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("server did not start")
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        request = urllib.request.Request(self.base + path)
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("served")
+    docs = folder / "docs"
+    shutil.copytree(QUICKSTART / "docs", docs)
+    for name, extra in (("guide", []), ("plain", ["--no-bm25"])):
+        result = run("build", str(docs), "-o", str(folder / f"{name}.urna"), *extra)
+        assert result.exit_code == 0, result.stderr
+    server = Server([folder])
+    yield server
+    server.stop()
+
+
+def q(params: dict[str, str]) -> str:
+    return urllib.parse.urlencode(params)
+
+
+def test_health_and_list(served: Server) -> None:
+    assert served.get("/api/health") == (200, {"status": "ok", "databases": 2})
+    assert served.get("/api/list") == (200, {"databases": ["guide", "plain"]})
+
+
+def test_combined_search_groups_by_source(served: Server) -> None:
+    status, body = served.get(
+        "/api/search?" + q({"db": "guide", "q": "how do I install urna on Linux", "limit": "5"})
+    )
+    assert status == 200 and set(body) == {"keyword", "semantic"}
+    for branch in ("keyword", "semantic"):
+        groups = body[branch]
+        assert groups and groups[0]["source"] == "docs/guide/install.md"
+        sources = [g["source"] for g in groups]
+        assert len(sources) == len(set(sources))
+        best = [max(m["score"] for m in g["matches"]) for g in groups]
+        firsts = [g["matches"][0]["score"] for g in groups]
+        assert best == firsts and firsts == sorted(firsts, reverse=True)  # by each group's best
+        total = sum(len(g["matches"]) for g in groups)
+        assert total <= 5
+        for g in groups:
+            for m in g["matches"]:
+                assert isinstance(m["chunk"], int) and m["chunk"] >= 1 and m["content"]
+    for g in body["semantic"]:
+        assert all(m["score"] >= 0.3 for m in g["matches"])
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected_max"),
+    [(None, 10), ("abc", 10), ("0", 10), ("-4", 10), ("101", 10), ("1", 1), ("100", 100), ("3", 3)],
+)
+def test_limit_fall_back(served: Server, limit: str | None, expected_max: int) -> None:
+    params = {"db": "guide", "q": "chunk citation model file urna", "target": "keyword"}
+    _, everything = served.get("/api/search?" + q(params | {"limit": "100"}))
+    matching = sum(len(g["matches"]) for g in everything["keyword"])
+    assert matching > 10  # so that the fall-back to 10 is visible
+    if limit is not None:
+        params["limit"] = limit
+    status, body = served.get("/api/search?" + q(params))
+    assert status == 200
+    assert sum(len(g["matches"]) for g in body["keyword"]) == min(expected_max, matching)
+
+
+def test_targets(served: Server) -> None:
+    base = {"db": "guide", "q": "verify a citation"}
+    for target in ("keyword", "KEYWORD", "Keyword"):
+        status, body = served.get("/api/search?" + q(base | {"target": target}))
+        assert status == 200 and set(body) == {"keyword"}
+    status, body = served.get("/api/search?" + q(base | {"target": "SeMaNtIc"}))
+    assert status == 200 and set(body) == {"semantic"}
+    status, body = served.get("/api/search?" + q(base | {"target": "both"}))
+    assert status == 400 and body["error"]["code"] == "invalid_target"
+    # The fixed-target aliases override any target parameter.
+    status, body = served.get("/api/keyword?" + q(base | {"target": "semantic"}))
+    assert status == 200 and set(body) == {"keyword"}
+    status, body = served.get("/api/semantic?" + q(base | {"target": "keyword"}))
+    assert status == 200 and set(body) == {"semantic"}
+
+
+def test_empty_branches_are_lists(served: Server) -> None:
+    status, body = served.get("/api/search?" + q({"db": "guide", "q": "zzzqqq xylophone"}))
+    assert status == 200 and body["keyword"] == [] and isinstance(body["semantic"], list)
+    status, body = served.get("/api/search?" + q({"db": "guide", "q": "the of and"}))
+    assert status == 200 and body["keyword"] == []  # no tokens: empty, not an error
+
+
+def test_a_failing_branch_does_not_fail_the_other(served: Server) -> None:
+    status, body = served.get("/api/search?" + q({"db": "plain", "q": "install urna"}))
+    assert status == 200 and body["keyword"] == [] and body["semantic"]
+    # A file without BM25 has no keyword hits; nothing failed, so no errors field.
+    assert "errors" not in body
+
+
+def test_missing_and_unknown(served: Server) -> None:
+    for params, code, status in [
+        ({"q": "x"}, "missing_parameter", 400),
+        ({"db": "guide"}, "missing_parameter", 400),
+        ({"db": "guide", "q": "  "}, "missing_parameter", 400),
+        ({"db": "nope", "q": "x"}, "unknown_database", 404),
+        ({"db": "guide", "q": "x" * 3000}, "query_too_long", 413),
+    ]:
+        got, body = served.get("/api/search?" + q(params))
+        assert got == status and body["error"]["code"] == code, (params, body)
+        assert set(body) == {"error"} and body["error"]["message"]
+
+
+def test_v1_search_and_filters(served: Server) -> None:
+    status, body = served.get("/v1/search?" + q({"db": "guide", "q": "model hash", "limit": "3"}))
+    assert status == 200 and body["mode"] == "hybrid" and len(body["hits"]) == 3
+    hit = body["hits"][0]
+    assert {
+        "chunk_id",
+        "score",
+        "citation_id",
+        "snippet",
+        "section_path",
+        "ranks",
+        "text",
+        "offset_start",
+        "offset_end",
+        "rank",
+    } <= set(hit)
+    assert set(hit["ranks"]) <= {"vector", "text"} and hit["rank"] == 1
+    status, body = served.get(
+        "/v1/search?"
+        + q({"db": "guide", "q": "install", "mode": "text", "source": "docs/concepts/*"})
+    )
+    assert status == 200 and body["hits"]
+    assert all(h["source_uri"].startswith("docs/concepts/") for h in body["hits"])
+    status, body = served.get(
+        "/v1/search?" + q({"db": "guide", "q": "install", "section": "Guide / Install"})
+    )
+    assert body["hits"] and all(
+        h["section_path"].startswith("Guide / Install") for h in body["hits"]
+    )
+    for params in (
+        {"db": "guide", "q": "x", "limit": "0"},
+        {"db": "guide", "q": "x", "mode": "fuzzy"},
+        {"db": "guide"},
+    ):
+        status, body = served.get("/v1/search?" + q(params))
+        assert status == 400 and body["error"]["code"] == "bad_request"
+    status, body = served.get("/v1/search?" + q({"db": "plain", "q": "x", "mode": "text"}))
+    assert status == 400 and "BM25" in body["error"]["message"]
+
+
+def test_v1_cite_and_databases(served: Server) -> None:
+    _, body = served.get("/v1/search?" + q({"db": "guide", "q": "citations", "limit": "1"}))
+    citation = body["hits"][0]["citation_id"]
+    status, chunk = served.get("/v1/cite?" + q({"db": "guide", "citation": citation}))
+    assert status == 200 and chunk["citation_id"] == citation and chunk["text"]
+    status, body = served.get("/v1/cite?" + q({"db": "guide", "citation": "urna://nope"}))
+    assert status == 400 and body["error"]["code"] == "citation"
+    status, body = served.get("/v1/cite?" + q({"db": "plain", "citation": citation}))
+    assert status == 400 and "content_hash mismatch" in body["error"]["message"]
+    status, body = served.get("/v1/databases")
+    assert [d["name"] for d in body["databases"]] == ["guide", "plain"]
+    status, body = served.get("/v1/databases/guide")
+    assert status == 200 and "path" not in body and body["manifest"]["n_chunks"] >= 10
+    assert served.get("/v1/databases/..%2Fetc")[0] == 404
+    status, body = served.get("/openapi.json")
+    assert status == 200 and "/api/search" in body["paths"] and "/v1/search" in body["paths"]
+    status, body = served.get("/no/such/route")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_token_and_binding_rules(served: Server, tmp_path: Path) -> None:
+    files = sorted(Path(served.proc.args[4]).glob("*.urna"))  # type: ignore[index]
+    guarded = Server(files[:1], "--token", TOKEN)
+    try:
+        assert guarded.get("/api/health")[0] == 200
+        for path in ("/api/list", "/api/search?db=guide&q=x", "/v1/databases", "/"):
+            status, body = guarded.get(path)
+            assert status == 401 and body["error"]["code"] == "unauthorized"
+            assert guarded.get(path, token="wrong")[0] == 401
+        assert guarded.get("/api/list", token=TOKEN) == (200, {"databases": ["guide"]})
+    finally:
+        guarded.stop()
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "urna",
+            "serve",
+            str(files[0]),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(_free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "URNA_TOKEN"},
+    )
+    assert (
+        refused.returncode == 1
+        and "refusing to listen on 0.0.0.0 without a token" in refused.stderr
+    )
+    bad = tmp_path / "bad.urna"
+    bad.write_bytes(b"not a urna file" * 20)
+    broken = subprocess.run(
+        [sys.executable, "-m", "urna", "serve", str(bad), "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert broken.returncode == 1 and broken.stderr.startswith("Error: magic mismatch")
