@@ -295,3 +295,117 @@ def test_token_and_binding_rules(served: Server, tmp_path: Path) -> None:
         timeout=60,
     )
     assert broken.returncode == 1 and broken.stderr.startswith("Error: magic mismatch")
+
+
+def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
+    import threading
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\n\nThe aardvark sleeps in the afternoon.\n")
+    (folder / "b.md").write_text("# Beta\n\nBeavers build dams on rivers.\n")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "urna",
+            "serve",
+            "--watch",
+            f"notes={folder}",
+            "--data",
+            str(tmp_path / "data"),
+            "--interval",
+            "0.3",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    server = Server.__new__(Server)
+    server.port, server.base, server.proc = port, f"http://127.0.0.1:{port}", proc
+    log: list[str] = []
+    stop = threading.Event()
+    failures: list[tuple[int, Any]] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+            try:
+                server.get("/api/health")
+                break
+            except OSError:
+                time.sleep(0.2)
+        threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()  # type: ignore[arg-type]
+
+        def hammer() -> None:  # queries keep running through every rebuild
+            while not stop.is_set():
+                status, body = server.get("/api/search?" + q({"db": "notes", "q": "rivers"}))
+                if status != 200 or body.get("errors"):
+                    failures.append((status, body))
+
+        worker = threading.Thread(target=hammer, daemon=True)
+        worker.start()
+
+        def finds(word: str) -> bool:
+            _, body = server.get("/v1/search?" + q({"db": "notes", "q": word, "mode": "text"}))
+            return any(word in h["text"].lower() for h in body.get("hits", []))
+
+        def eventually(check, what: str) -> None:  # type: ignore[no-untyped-def]
+            end = time.monotonic() + 60
+            while time.monotonic() < end:
+                if check():
+                    return
+                time.sleep(0.2)
+            pytest.fail(f"{what} did not happen; server log: {log}")
+
+        assert finds("aardvark")
+        (folder / "c.md").write_text("# Gamma\n\nA gazelle grazes near the gorge.\n")
+        eventually(lambda: finds("gazelle"), "a new file becoming findable")
+        (folder / "a.md").write_text("# Alpha\n\nThe anteater wakes at dawn.\n")
+        eventually(lambda: finds("anteater") and not finds("aardvark"), "an edit showing")
+        (folder / "b.md").unlink()
+        eventually(lambda: not finds("beavers"), "deleted content disappearing")
+        stop.set()
+        worker.join(timeout=30)
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=20)
+        if proc.stderr:
+            proc.stderr.close()
+    assert failures == []
+    builds = [line for line in log if line.startswith("watch: notes built")]
+    assert len(builds) >= 4, log
+    # The first build embeds everything; each later one only the chunks that changed.
+    embedded = [int(line.split(" embedded")[0].rsplit(", ", 1)[1]) for line in builds]
+    assert embedded[0] == 2 and all(n <= 1 for n in embedded[1:]), builds
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(shutil.which("chromium") is None,
+                    reason="needs Debian's chromium (scripts/test installs it)")
+def test_page_in_a_real_browser(served: Server, tmp_path: Path) -> None:
+    url = served.base + "/?" + q({"db": "guide", "q": "how do I install urna on Linux",
+                                  "mode": "hybrid", "open": "1"})
+    common = [shutil.which("chromium") or "chromium", *CHROMIUM_FLAGS,
+              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000"]
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert 'class="hit"' in dom and "docs/guide/install.md" in dom
+    assert "Guide / Install" in dom and "urna://sha256:" in dom
+    assert 'class="full"' in dom and "bytes " in dom  # the opened hit: full text and position
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "search-page.png"
+    subprocess.run([*common, "--window-size=1100,1400", f"--screenshot={shot}", url],
+                   capture_output=True, timeout=120, check=False)
+    assert shot.exists() and shot.stat().st_size > 10_000

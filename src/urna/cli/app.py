@@ -515,7 +515,27 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--watch",
+    "watches",
+    multiple=True,
+    metavar="NAME=DIR",
+    help="Keep NAME.urna built from a folder of documents, rebuilt on change.",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where watched databases are written (default: ./urna-data).",
+)
+@click.option("--model", default="minilm", show_default=True, help="Model for watched folders.")
+@click.option(
+    "--interval",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="Seconds between checks of watched folders.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
@@ -523,11 +543,31 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
     default=None,
     help="Bearer token required on every route but health (or URNA_TOKEN); mandatory off loopback.",
 )
-def serve(paths: tuple[Path, ...], host: str, port: int, token: str | None) -> None:
+def serve(
+    paths: tuple[Path, ...],
+    watches: tuple[str, ...],
+    data: Path | None,
+    model: str,
+    interval: float,
+    host: str,
+    port: int,
+    token: str | None,
+) -> None:
     """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem."""
     from urna.server.run import serve as run_server
 
-    run_server(list(paths), host=host, port=port, token=token)
+    if interval <= 0:
+        raise urna.UrnaError(f"--interval must be > 0, got {interval}")
+    run_server(
+        list(paths),
+        host=host,
+        port=port,
+        token=token,
+        watches=list(watches),
+        data=data,
+        model=model,
+        interval=interval,
+    )
 
 
 def main() -> None:

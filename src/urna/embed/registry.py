@@ -47,8 +47,20 @@ def _from_folder(folder: Path, name: str) -> Embedder:
     raise ModelError(f"{folder} is neither a model2vec nor a sentence-transformers model folder")
 
 
+_LOADED: dict[tuple[str, str | None], Embedder] = {}
+
+
 def resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
-    """The embedder for a model name; ``model_path`` loads that name's files from a folder."""
+    """The embedder for a model name (one per process and name: weights load once);
+    ``model_path`` loads that name's files from a folder."""
+    key = (canonical(name), str(model_path) if model_path is not None else None)
+    found = _LOADED.get(key)
+    if found is None:
+        found = _LOADED[key] = _resolve(name, model_path=model_path)
+    return found
+
+
+def _resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
     name = canonical(name)
     if model_path is not None:
         folder = Path(model_path)

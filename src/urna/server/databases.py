@@ -24,11 +24,10 @@ class Databases:
         return sorted(self.corpora)
 
     def swap(self, name: str, corpus: Corpus) -> None:
+        """Publish a new corpus under ``name``. The old one is not closed here: a request may
+        still be reading it, and its memory map is released when the last reference goes."""
         with self.lock:
-            old = self.corpora.get(name)
             self.corpora[name] = corpus
-        if old is not None:
-            old.close()  # the map stays valid while a request still holds views of it
 
 
 def discover(paths: list[Path]) -> dict[str, Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sys
 from pathlib import Path
 
 from urna.errors import UrnaError
@@ -20,7 +21,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve(paths: list[Path], *, host: str, port: int, token: str | None) -> None:
+def serve(
+    paths: list[Path],
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    watches: list[str] | None = None,
+    data: Path | None = None,
+    model: str = "minilm",
+    interval: float = 2.0,
+) -> None:
     token = token or os.environ.get("URNA_TOKEN") or None
     if not is_loopback(host) and not token:
         raise UrnaError(
@@ -31,9 +42,33 @@ def serve(paths: list[Path], *, host: str, port: int, token: str | None) -> None
         import uvicorn
 
         from urna.server.app import create_app
-        from urna.server.databases import load
+        from urna.server.databases import Databases, load
     except ImportError:
         raise UrnaError("the server needs its extra: pip install 'urna[serve]'") from None
-    dbs = load(paths)
+    from urna.server.watch import Watcher, parse_watch
+
+    parsed = [parse_watch(w) for w in watches or []]
+    if not paths and not parsed:
+        raise UrnaError("nothing to serve: give .urna files or folders, or --watch NAME=DIR")
+    dbs = load(paths) if paths else Databases()
+    for w in parsed:
+        if dbs.get(w.name) is not None:
+            raise UrnaError(f"--watch {w.name} collides with a served file of that name")
+    watcher = None
+    if parsed:
+        folder = data or Path.cwd() / "urna-data"
+        watcher = Watcher(
+            dbs,
+            parsed,
+            folder,
+            model=model,
+            interval=interval,
+            report=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+        watcher.start()
     app = create_app(dbs, token=token)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        if watcher is not None:
+            watcher.stop()
