@@ -100,7 +100,7 @@ def main() -> None:
     )
     port = free_port()
     server = subprocess.Popen(
-        [*exe, "serve", str(corpus), "--port", str(port)],
+        [*exe, "serve", str(corpus), "--port", str(port), "--max-rps", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ),

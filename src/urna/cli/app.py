@@ -539,6 +539,13 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
+    "--max-rps",
+    type=click.FloatRange(min=0),
+    default=200.0,
+    show_default=True,
+    help="Requests a second per client address on every route but health (0: no bound).",
+)
+@click.option(
     "--token",
     default=None,
     help="Bearer token required on every route but health (or URNA_TOKEN); mandatory off loopback.",
@@ -551,6 +558,7 @@ def serve(
     interval: float,
     host: str,
     port: int,
+    max_rps: float,
     token: str | None,
 ) -> None:
     """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem."""
@@ -566,6 +574,7 @@ def serve(
         watches=list(watches),
         data=data,
         model=model,
+        max_rps=max_rps,
         interval=interval,
     )
 

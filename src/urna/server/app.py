@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hmac
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
@@ -17,13 +19,50 @@ from urna.server.errors import error_body
 OPEN_PATHS = ("/api/health",)
 
 
-def create_app(dbs: Databases, *, token: str | None = None) -> FastAPI:
+class RateLimit:
+    """A token bucket per client address: ``rate`` requests a second, bursts of ``rate``."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.lock = threading.Lock()
+
+    def allow(self, client: str) -> bool:
+        now = time.monotonic()
+        with self.lock:
+            tokens, last = self.buckets.get(client, (self.rate, now))
+            tokens = min(self.rate, tokens + (now - last) * self.rate)
+            if tokens < 1:
+                self.buckets[client] = (tokens, now)
+                return False
+            self.buckets[client] = (tokens - 1, now)
+            if len(self.buckets) > 10_000:  # forget idle clients
+                self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < 60}
+            return True
+
+
+def create_app(dbs: Databases, *, token: str | None = None, max_rps: float = 0) -> FastAPI:
     app = FastAPI(
         title="urna",
         version=__version__,
         description="Search .urna files: KuraDB-compatible routes and the /v1 API.",
     )
     errors.install(app)
+
+    limiter = RateLimit(max_rps) if max_rps > 0 else None
+
+    @app.middleware("http")
+    async def limit_rate(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        client = request.client.host if request.client else "-"
+        if limiter and request.url.path not in OPEN_PATHS and not limiter.allow(client):
+            return JSONResponse(
+                error_body("rate_limited", f"more than {max_rps:g} requests a second"),
+                status_code=429,
+                headers={"Retry-After": "1"},
+            )
+        return await call_next(request)
 
     @app.middleware("http")
     async def check_token(

@@ -31,6 +31,7 @@ def serve(
     data: Path | None = None,
     model: str = "minilm",
     interval: float = 2.0,
+    max_rps: float = 200.0,
 ) -> None:
     token = token or os.environ.get("URNA_TOKEN") or None
     if not is_loopback(host) and not token:
@@ -66,7 +67,7 @@ def serve(
             report=lambda m: print(m, file=sys.stderr, flush=True),
         )
         watcher.start()
-    app = create_app(dbs, token=token)
+    app = create_app(dbs, token=token, max_rps=max_rps)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:
