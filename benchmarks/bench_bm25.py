@@ -63,7 +63,7 @@ def main() -> None:
         q_tokens = [q for q in q_tokens if q]
 
         def ours() -> None:
-            from urna.search.topk import top_k
+            from urna.index.topk import top_k
 
             for q in q_tokens:
                 top_k(index.scores(q), 10)

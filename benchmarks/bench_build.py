@@ -42,11 +42,11 @@ def main() -> None:
         # A private cache: every chunk is embedded for real, none comes from an earlier run.
         # The distilled static model is kept in it too (made once, ~15 s, not timed).
         os.environ["URNA_CACHE_DIR"] = str(Path(tmp) / "cache")
-        from urna.corpus import open_corpus
+        from urna.build.run import run_build
+        from urna.build.spec import BuildSpec, Source
         from urna.embed.registry import resolve
         from urna.evaluate.beir import evaluate, load_collection, vector_search
-        from urna.pipeline.run import run_build
-        from urna.pipeline.spec import BuildSpec, Source
+        from urna.search.corpus import open_corpus
 
         rows = []
         for model in args.models.split(","):

@@ -155,7 +155,7 @@ def test_benchmark_verb(tmp_path: Path) -> None:
     assert report["ann_recall"] >= 0.95
     table = run("benchmark", str(path), "--queries", "10")
     assert "ann_recall:" in table.stdout and "p99 ms" in table.stdout
-    assert_error(run("benchmark", str(path), "--queries", "0"), "invalid queries: 0")
+    assert_error(run("benchmark", str(path), "--queries", "0"), "--queries", code=2)
 
 
 def test_indexed_build_is_reproducible(tmp_path: Path) -> None:

@@ -198,8 +198,8 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
     )
     assert len(listing) == 3 and {
         "chunk_id",
-        "offset_start",
-        "offset_end",
+        "byte_start",
+        "byte_end",
         "text",
         "citation_id",
         "file_hash",
@@ -286,7 +286,7 @@ def test_static_model_build(docs: Path, tmp_path: Path) -> None:
     hit = json.loads(run("retrieve", str(out), "install on Linux", "-k", "1").stdout)
     assert hit["source_uri"] == "docs/guide/install.md"
     # The MiniLM transformer's folder is not this file's model: refused, naming both values.
-    from urna.embed.transformer import bundled_minilm
+    from urna.embed.hub import bundled_minilm
 
     message = assert_error(
         run("search-text", str(out), "x", "--model-path", str(bundled_minilm())), "dim mismatch"

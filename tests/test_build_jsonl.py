@@ -104,7 +104,7 @@ def test_nan_in_jsonl(tmp_path: Path) -> None:
 def test_bad_options(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", [_row(0)])
     base = ["build", "--from-jsonl", str(src), "-o", str(tmp_path / "o.urna"), "--model", "m"]
-    assert_error(run(*base, "--dim", "0"), "--dim must be > 0")
+    assert_error(run(*base, "--dim", "0"), "--dim", code=2)
     assert_error(run(*base, "--dim", "3", "--model-hash", "md5:abc"), "model_hash must be")
     assert_error(
         run(

@@ -10,7 +10,7 @@ import pytest
 
 import urna
 from tests.conftest import PLACEHOLDER, one_hot_chunks
-from urna.search.topk import top_k
+from urna.index.topk import top_k
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])

@@ -63,7 +63,7 @@ def test_markdown_spans_are_source_bytes(tmp_path: Path) -> None:
     assert "Guide / Install / Linux" in paths and "Guide / Über uns" in paths
     linux = next(c for c in chunks if c.section_path == "Guide / Install / Linux")
     assert linux.text.startswith("### Linux") and "virtual environment" in linux.text
-    assert [c.ordinal for c in chunks] == list(range(1, len(chunks) + 1))
+    assert [c.source_ordinal for c in chunks] == list(range(1, len(chunks) + 1))
 
 
 def test_plain_text(tmp_path: Path) -> None:

@@ -234,8 +234,8 @@ def test_v1_search_and_filters(served: Server) -> None:
         "section_path",
         "ranks",
         "text",
-        "offset_start",
-        "offset_end",
+        "byte_start",
+        "byte_end",
         "rank",
     } <= set(hit)
     assert set(hit["ranks"]) <= {"vector", "text"} and hit["rank"] == 1

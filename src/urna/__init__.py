@@ -6,10 +6,8 @@
 >>> corpus.cite(result.hits[0].citation_id).text  # citations resolve and verify
 """
 
-from urna.builder import BuildResult, ChunkInput, build
-from urna.cite import Citation, parse_citation
-from urna.corpus import Chunk, Corpus, Section
-from urna.corpus import open_corpus as open
+from urna.build.columns import ChunkInput
+from urna.build.write import BuildResult, build
 from urna.errors import (
     BuildError,
     CitationError,
@@ -22,6 +20,12 @@ from urna.errors import (
     SourceMismatchError,
     UrnaError,
 )
+from urna.search.chunks import Chunk
+from urna.search.cite import Citation, parse_citation
+from urna.search.corpus import Corpus
+from urna.search.corpus import open_corpus as open
+from urna.search.info import Section
+from urna.search.protocol import Searchable
 from urna.search.result import Hit, SearchResult
 
 __version__ = "0.1.0"
@@ -42,6 +46,7 @@ __all__ = [
     "ModelGateError",
     "QueryError",
     "SearchResult",
+    "Searchable",
     "Section",
     "SourceMismatchError",
     "UrnaError",

@@ -67,3 +67,12 @@ class SourceMismatchError(CitationError):
 
 class BuildError(UrnaError):
     """The input to a build is invalid (dimension, NaN, spans, empty...)."""
+
+
+def missing_extra(package: str, extra: str = "embed") -> ModelError:
+    """The error for an optional dependency that is not installed, naming the extra to add."""
+    if not extra:
+        return ModelError(f"{package} is not installed; run: pip install urna")
+    return ModelError(
+        f"{package} is not installed; run: pip install 'urna[{extra}]' (or scripts/setup {extra})"
+    )

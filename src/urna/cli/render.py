@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from urna.corpus import Chunk, Corpus
+from urna.search.chunks import Chunk
+from urna.search.corpus import Corpus
+from urna.search.protocol import Searchable
 from urna.search.result import SearchResult
 
 KEY_WIDTH = 14
@@ -24,7 +27,7 @@ def hit_block(result: SearchResult) -> str:
     lines = [kv("space", result.space)] if result.space is not None else []
     lines += [
         kv("index_type", result.index_type),
-        kv("recall", result.recall),
+        kv("recall", "1" if result.recall == 1.0 else result.recall_note or "(not computed)"),
         kv("truncated", _bool(result.truncated)),
         kv("k_requested", result.k_requested),
         kv("k_returned", result.k_returned),
@@ -119,12 +122,10 @@ def inspect(corpus: Corpus) -> str:
 
 
 def _compact(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def cite(corpus: Corpus, chunk: Chunk, extra: Iterable[tuple[str, Any]] = ()) -> str:
+def cite(corpus: Searchable, chunk: Chunk, extra: Iterable[tuple[str, Any]] = ()) -> str:
     lines = [
         kv("citation_id", chunk.citation_id),
         kv("file", corpus.path),
@@ -186,39 +187,6 @@ def ask(result: SearchResult, *, explain: bool) -> str:
     for h in result.hits:
         lines += [h.text, f"  -- {h.citation_id} ({h.source_uri})", ""]
     return "\n".join(lines).rstrip("\n") + ("\n" if result.hits else "")
-
-
-def hit_record(h: Any) -> dict[str, Any]:
-    record = {
-        "chunk_id": h.chunk_id,
-        "score": h.score,
-        "score_type": h.score_type,
-        "source_uri": h.source_uri,
-        "offset_start": h.byte_start,
-        "offset_end": h.byte_end,
-        "citation_id": h.citation_id,
-        "text": h.text,
-        "file_hash": h.file_hash,
-        "content_hash": h.content_hash,
-    }
-    if h.section_path:
-        record["section_path"] = h.section_path
-    if h.page:
-        record["page"] = h.page
-    if h.ranks:
-        record["ranks"] = h.ranks
-    if h.snippet:
-        record["snippet"] = h.snippet
-    return record
-
-
-def retrieve(result: SearchResult, fmt: str) -> str:
-    import json
-
-    records = [hit_record(h) for h in result.hits]
-    if fmt == "json":
-        return json.dumps(records, ensure_ascii=False, indent=2)
-    return "\n".join(json.dumps(r, ensure_ascii=False) for r in records)
 
 
 def eval_report(report: Any) -> str:

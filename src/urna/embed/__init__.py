@@ -1,1 +1,2 @@
-"""Embedding models: identity (model_hash) and, later, the backends that embed text."""
+"""Embedding models: the interface, the backends (transformer, static), the registry of
+names, model identity (model_hash), the model gate and the embedding cache."""

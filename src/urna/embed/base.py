@@ -9,8 +9,6 @@ from typing import Protocol
 
 import numpy as np
 
-from urna.errors import ModelError
-
 
 class Embedder(Protocol):
     """What the build and the text-query verbs need from a model."""
@@ -45,12 +43,6 @@ def cache_dir() -> Path:
         return Path(os.environ["URNA_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "urna"
-
-
-def missing_extra(package: str, extra: str = "embed") -> ModelError:
-    return ModelError(
-        f"{package} is not installed; run: pip install 'urna[{extra}]' (or scripts/setup {extra})"
-    )
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:

@@ -15,9 +15,11 @@ import json
 import os
 from pathlib import Path
 
-from urna.embed.base import Embedder, ModelError
+from urna.embed.base import Embedder
+from urna.embed.hub import MINILM, bundled_minilm
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
-from urna.embed.transformer import MINILM, TransformerEmbedder, bundled_minilm
+from urna.embed.transformer import TransformerEmbedder
+from urna.errors import ModelError
 
 DEFAULT_MODEL = MINILM
 ALIASES = {

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import ModelError, cache_dir, missing_extra, quiet_hub_logging, unit_rows
+from urna.embed.base import cache_dir, quiet_hub_logging, unit_rows
+from urna.embed.hub import MINILM, bundled_minilm, hub_snapshot
 from urna.embed.model_hash import model_hash
-from urna.embed.transformer import MINILM, bundled_minilm
+from urna.errors import ModelError, missing_extra
 
 MINILM_STATIC = "urna/all-MiniLM-L6-v2-static256"
 STATIC_WINDOW = 512
@@ -64,24 +65,6 @@ def distilled_minilm() -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def hub_snapshot(name: str) -> Path:
-    """The local snapshot of a hub model: downloaded when a network is there, else the cache."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise missing_extra("huggingface-hub") from None
-    try:
-        return Path(snapshot_download(name))
-    except Exception:
-        try:
-            return Path(snapshot_download(name, local_files_only=True))
-        except Exception as exc:
-            raise ModelError(
-                f"model {name} is neither a local folder nor reachable on the model hub, and no "
-                f"cached copy exists ({type(exc).__name__}); pass a folder with --model-path"
-            ) from None
 
 
 class StaticEmbedder:

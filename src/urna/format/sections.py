@@ -205,7 +205,7 @@ def encode_chunk_meta(
 class ChunkMeta:
     section_paths: StringTable
     pages: np.ndarray
-    ordinals: np.ndarray
+    source_ordinals: np.ndarray
 
 
 def decode_chunk_meta(section: int, payload: memoryview, count: int) -> ChunkMeta:

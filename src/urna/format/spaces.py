@@ -11,6 +11,7 @@ it names exists with exactly that size, and no band exists that it does not name
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +60,9 @@ def _bad(message: str, where: str = WHERE) -> FormatError:
     return FormatError(message, check=13, section=where)
 
 
-def decode_space_table(payload: memoryview, entries: dict[int, Any], n_chunks: int) -> list[Space]:
+def decode_space_table(
+    payload: memoryview, entries: Mapping[int, Any], n_chunks: int
+) -> list[Space]:
     if len(payload) < PREFIX.size:
         raise _bad("space table truncated")
     version, count = PREFIX.unpack_from(payload, 0)

@@ -23,8 +23,10 @@ import numpy as np
 
 from urna.errors import FormatError
 from urna.format.layout import SectionId, section_label
+from urna.format.reader import Container
 from urna.format.sections import U32, StringTable
 from urna.index.tokenize import TOKENIZER_VERSION, tokenize
+from urna.index.topk import top_k
 
 K1 = 1.2
 B = 0.75
@@ -184,15 +186,31 @@ class BM25Index:
             out[self.doc_ids[start:end]] += self.weights[start:end]
         return out
 
-    def search(self, text: str, k: int) -> TextHits:
-        """The k best chunks with a score > 0, ties in file order."""
-        from urna.search.topk import top_k
-
+    def search(self, text: str, k: int, allowed: np.ndarray | None = None) -> TextHits:
+        """The k best chunks with a score > 0, ties in file order; ``allowed`` (sorted
+        ordinals) restricts them to those chunks."""
         tokens = tokenize(text)
         scores = self.scores(tokens)
-        matched = int(np.count_nonzero(scores))
-        idx = top_k(scores, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
+        pool = scores if allowed is None else scores[allowed]
+        matched = int(np.count_nonzero(pool))
+        best = top_k(pool, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
+        idx = best if allowed is None else allowed[best]
         return TextHits(idx, scores[idx], tokens)
+
+
+def load_bm25(container: Container) -> BM25Index | None:
+    """The BM25 index when the manifest says there is one; refused at open when malformed."""
+    present = container.has(SectionId.BM25_INDEX)
+    declared = bool(container.manifest["capabilities"].get("supports_bm25"))
+    if declared and not present:
+        raise FormatError(
+            "manifest declares supports_bm25 but the file has no bm25_index section",
+            check=18,
+            section=WHERE,
+        )
+    if not (declared and present):
+        return None
+    return BM25Index(container.payload(SectionId.BM25_INDEX), container.header.n_chunks)
 
 
 def _walk_vocab(payload: memoryview, pos: int, count: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from urna.errors import FormatError
 from urna.format.layout import SectionId, section_label
+from urna.format.reader import Container
 
 VERSION = 1
 TOP_M = 8
@@ -105,3 +106,11 @@ class ChunkGraph:
             if not frontier:
                 break
         return np.fromiter(seen, dtype=np.int64)
+
+
+def load_graph(container: Container) -> ChunkGraph | None:
+    """The chunk graph only when section 0x0C exists and capabilities_ext.graph_present says so."""
+    ext = container.manifest.get("capabilities_ext") or {}
+    if not (ext.get("graph_present") and container.has(SectionId.GRAPH_ADJACENCY)):
+        return None
+    return ChunkGraph(container.payload(SectionId.GRAPH_ADJACENCY), container.header.n_chunks)

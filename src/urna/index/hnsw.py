@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import missing_extra
-from urna.errors import FormatError
+from urna.errors import FormatError, missing_extra
 from urna.format.layout import SectionId, section_label
+from urna.format.reader import Container
 
 VERSION = 1
 CONNECTIVITY = 32
@@ -34,7 +34,7 @@ def _usearch() -> Any:
     try:
         from usearch.index import Index
     except ImportError:
-        raise missing_extra("usearch", "embed") from None
+        raise missing_extra("usearch", "") from None
     return Index
 
 
@@ -107,3 +107,19 @@ class HNSWIndex:
             row = row[(row >= 0) & (row != i)]
             out.append(row[:top_m])
         return out
+
+
+def load_hnsw(container: Container) -> HNSWIndex | None:
+    """The HNSW index when the manifest declares it; refused at open when malformed."""
+    caps = container.manifest["capabilities"]
+    present = container.has(SectionId.HNSW_INDEX)
+    if caps.get("supports_ann") and not present:
+        raise FormatError(
+            "manifest declares supports_ann but the file has no hnsw_index section",
+            check=18,
+            section=WHERE,
+        )
+    if not (caps.get("supports_ann") and present):
+        return None
+    m = container.manifest
+    return HNSWIndex(container.payload(SectionId.HNSW_INDEX), m["n_chunks"], m["embedding_dim"])

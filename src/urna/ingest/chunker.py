@@ -48,7 +48,7 @@ class ChunkSpan:
     tokens: int
     section_path: str
     page: int
-    ordinal: int  # 1-based, within its source
+    source_ordinal: int  # 1-based, within its source
 
 
 def _split(
@@ -259,7 +259,7 @@ def chunk_document(
                 tokens=tokens,
                 section_path=" / ".join(group[-1].section),
                 page=group[0].page,
-                ordinal=len(chunks) + 1,
+                source_ordinal=len(chunks) + 1,
             )
         )
         i += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from urna.ingest.document import Document
@@ -15,31 +16,51 @@ from urna.ingest.text import load_text
 
 Loader = Callable[[bytes, str], Document | list[Document]]
 
-LOADERS: dict[str, tuple[str, Loader]] = {
-    ".md": ("markdown", load_markdown),
-    ".markdown": ("markdown", load_markdown),
-    ".txt": ("text", load_text),
-    ".text": ("text", load_text),
-    ".rst": ("text", load_text),
-    ".html": ("html", load_html),
-    ".htm": ("html", load_html),
-    ".pdf": ("pdf", load_pdf),
-    ".docx": ("docx", load_docx),
-    ".jsonl": ("jsonl", load_jsonl),
-    ".csv": ("csv", load_csv),
+
+@dataclass(frozen=True)
+class Format:
+    """A supported file format: its name, whether spans index extracted text (derived) rather
+    than the file's own bytes, and its loader."""
+
+    kind: str
+    derived: bool
+    loader: Loader
+
+
+_MARKDOWN = Format("markdown", False, load_markdown)
+_TEXT = Format("text", False, load_text)
+_HTML = Format("html", True, load_html)
+FORMATS: dict[str, Format] = {
+    ".md": _MARKDOWN,
+    ".markdown": _MARKDOWN,
+    ".txt": _TEXT,
+    ".text": _TEXT,
+    ".rst": _TEXT,
+    ".html": _HTML,
+    ".htm": _HTML,
+    ".pdf": Format("pdf", True, load_pdf),
+    ".docx": Format("docx", True, load_docx),
+    ".jsonl": Format("jsonl", True, load_jsonl),
+    ".csv": Format("csv", True, load_csv),
 }
 
 
 def kind_of(path: Path) -> str | None:
-    entry = LOADERS.get(path.suffix.lower())
-    return entry[0] if entry else None
+    found = FORMATS.get(path.suffix.lower())
+    return found.kind if found else None
+
+
+def is_derived(path: Path) -> bool:
+    """Whether spans of this source index its extracted text rather than its bytes."""
+    found = FORMATS.get(path.suffix.lower())
+    return found is not None and found.derived
 
 
 def load(path: Path, source_uri: str) -> list[Document]:
     """Read and parse one file; raises on unreadable or malformed input."""
-    entry = LOADERS.get(path.suffix.lower())
-    if entry is None:
+    found = FORMATS.get(path.suffix.lower())
+    if found is None:
         raise ValueError(f"unsupported file type {path.suffix or '(none)'}")
     data = path.read_bytes()
-    result = entry[1](data, source_uri)
+    result = found.loader(data, source_uri)
     return result if isinstance(result, list) else [result]

@@ -1,20 +1,88 @@
 """Fusing the vector and text rankings: calibrated confidence (default) or reciprocal rank.
 
 Calibrated: each method's score goes to one 0..1 confidence first (vector:
-the cosine clamped to [0, 1]; text: s / (s + C) for a BM25 score s, C = 10),
-and a chunk's fused score is the mean over both methods, a method that did not
-return it counting 0. RRF: the sum of 1 / (60 + rank) over the methods.
+the cosine clamped to [0, 1]; text: s / (s + C) for a BM25 score s), and a
+chunk's fused score is the mean over both methods, a method that did not
+return it counting 0. RRF: the sum of 1 / (k + rank) over the methods.
+
+The parameters (the default fusion, C and k) are read from the file's manifest
+(``fusion``), where the build recorded them; a file without that object gets the
+defaults below, and a recorded value that is not understood is refused.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 import numpy as np
 
+from urna.errors import FormatError, QueryError
+
+Fusion = Literal["calibrated", "rrf"]
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+DEFAULT_FUSION: Fusion = "calibrated"
 TEXT_CALIBRATION = 10.0
 RRF_K = 60
-FUSIONS = ("calibrated", "rrf")
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """How hybrid fuses, as the file records it."""
+
+    default: str = DEFAULT_FUSION
+    text_calibration: float = TEXT_CALIBRATION
+    rrf_k: int = RRF_K
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {
+            "default": self.default,
+            "text_calibration": self.text_calibration,
+            "rrf_k": self.rrf_k,
+        }
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> FusionParams:
+        """The manifest's ``fusion`` object, checked; the defaults when it has none."""
+        recorded = manifest.get("fusion")
+        if recorded is None:
+            return cls()
+        if not isinstance(recorded, Mapping):
+            raise _bad(f"fusion must be an object, got {type(recorded).__name__}")
+        default = recorded.get("default", DEFAULT_FUSION)
+        if default not in FUSIONS:
+            raise _bad(f"fusion.default {default!r} is not one of {', '.join(FUSIONS)}")
+        return cls(
+            default,
+            _positive(recorded, "text_calibration", TEXT_CALIBRATION),
+            int(_positive(recorded, "rrf_k", RRF_K, integer=True)),
+        )
+
+    def choose(self, fusion: str | None) -> str:
+        """The fusion a query asked for, or the file's default."""
+        if fusion is None:
+            return self.default
+        if fusion not in FUSIONS:
+            raise QueryError(f"invalid fusion {fusion!r}: expected one of {', '.join(FUSIONS)}")
+        return fusion
+
+
+def _bad(message: str) -> FormatError:
+    return FormatError(f"manifest {message}", check=18, section="manifest")
+
+
+def _positive(
+    recorded: Mapping[str, Any], key: str, default: float, *, integer: bool = False
+) -> float:
+    value = recorded.get(key, default)
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
+        raise _bad(f"fusion.{key} must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if value <= 0:
+        raise _bad(f"fusion.{key} must be > 0, got {value}")
+    return float(value)
 
 
 @dataclass
@@ -24,17 +92,6 @@ class Fused:
     ranks: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def _methods(
-    vector: tuple[np.ndarray, np.ndarray] | None, text: tuple[np.ndarray, np.ndarray] | None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    if vector is not None:
-        out["vector"] = vector
-    if text is not None:
-        out["text"] = text
-    return out
-
-
 def confidence(method: str, score: float, calibration: float = TEXT_CALIBRATION) -> float:
     if method == "vector":
         return min(1.0, max(0.0, score))
@@ -42,14 +99,13 @@ def confidence(method: str, score: float, calibration: float = TEXT_CALIBRATION)
 
 
 def fuse(
-    vector: tuple[np.ndarray, np.ndarray] | None,
-    text: tuple[np.ndarray, np.ndarray] | None,
+    methods: Mapping[str, tuple[np.ndarray, np.ndarray]],
     *,
-    fusion: str = "calibrated",
-    calibration: float = TEXT_CALIBRATION,
+    fusion: str,
+    params: FusionParams,
 ) -> list[Fused]:
-    """All candidates of both methods, best fused score first, ties in file order."""
-    methods = _methods(vector, text)
+    """All candidates of every method (name -> (ordinals, scores), best first), best fused
+    score first, ties in file order."""
     table: dict[int, Fused] = {}
     for name, (ordinals, scores) in methods.items():
         for rank, (i, s) in enumerate(zip(ordinals.tolist(), scores.tolist(), strict=True), 1):
@@ -58,9 +114,13 @@ def fuse(
     count = max(1, len(methods))
     for entry in table.values():
         if fusion == "rrf":
-            entry.score = sum(1.0 / (RRF_K + r["rank"]) for r in entry.ranks.values())
+            entry.score = sum(1.0 / (params.rrf_k + r["rank"]) for r in entry.ranks.values())
         else:
             entry.score = (
-                sum(confidence(m, r["score"], calibration) for m, r in entry.ranks.items()) / count
+                sum(
+                    confidence(m, r["score"], params.text_calibration)
+                    for m, r in entry.ranks.items()
+                )
+                / count
             )
     return sorted(table.values(), key=lambda e: (-e.score, e.ordinal))

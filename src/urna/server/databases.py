@@ -6,24 +6,25 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from urna.corpus import Corpus, open_corpus
 from urna.errors import FileError, UrnaError
+from urna.search.corpus import open_corpus
+from urna.search.protocol import Searchable
 
 
 @dataclass
 class Databases:
     """Name -> open corpus. Swapping a name's corpus is atomic for readers (one dict store)."""
 
-    corpora: dict[str, Corpus] = field(default_factory=dict)
+    corpora: dict[str, Searchable] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, name: str) -> Corpus | None:
+    def get(self, name: str) -> Searchable | None:
         return self.corpora.get(name)
 
     def names(self) -> list[str]:
         return sorted(self.corpora)
 
-    def swap(self, name: str, corpus: Corpus) -> None:
+    def swap(self, name: str, corpus: Searchable) -> None:
         """Publish a new corpus under ``name``. The old one is not closed here: a request may
         still be reading it, and its memory map is released when the last reference goes."""
         with self.lock:

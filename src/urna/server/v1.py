@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Query
 
-from urna.corpus import Corpus
+from urna.search.fusion import Fusion
+from urna.search.protocol import Searchable
+from urna.search.result import chunk_record
+from urna.search.text import Mode
 from urna.server.databases import Databases
 from urna.server.errors import ApiError
-from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS, filtered_search, v1_hits
+from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
 
 def router(dbs: Databases) -> APIRouter:
     api = APIRouter(prefix="/v1")
 
-    def corpus_of(name: str) -> Corpus:
+    def corpus_of(name: str) -> Searchable:
         corpus = dbs.get(name)
         if corpus is None:
             raise ApiError(404, "unknown_database", f"database not found: {name}")
@@ -26,9 +29,9 @@ def router(dbs: Databases) -> APIRouter:
     async def search(
         db: str = Query(..., min_length=1),
         q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
-        mode: Literal["auto", "hybrid", "vector", "text"] = "auto",
+        mode: Mode = "auto",
         limit: int = Query(10, ge=1, le=MAX_LIMIT),
-        fusion: Literal["calibrated", "rrf"] | None = None,
+        fusion: Fusion | None = None,
         source: str | None = Query(None, max_length=500, description="glob on source_uri"),
         section: str | None = Query(None, max_length=500, description="section path prefix"),
     ) -> dict[str, Any]:
@@ -36,23 +39,15 @@ def router(dbs: Databases) -> APIRouter:
             raise ApiError(400, "bad_query", "q is empty")
         corpus = corpus_of(db)
         result = await asyncio.to_thread(
-            filtered_search,
-            corpus,
+            corpus.search_text,
             q,
+            k=limit,
             mode=mode,
-            limit=limit,
-            source=source,
-            section=section,
             fusion=fusion,
+            source=source or None,
+            section=section or None,
         )
-        return {
-            "db": db,
-            "mode": result.mode,
-            "index_type": result.index_type,
-            "query_time_ms": round(result.query_time_ms, 3),
-            **({"note": result.note} if result.note else {}),
-            "hits": v1_hits(result),
-        }
+        return {"db": db, **result.to_dict()}
 
     @api.get("/cite", summary="Resolve a citation urna://<content_hash>/<chunk_id>")
     async def cite(
@@ -60,19 +55,7 @@ def router(dbs: Databases) -> APIRouter:
     ) -> dict[str, Any]:
         corpus = corpus_of(db)
         chunk = corpus.cite(citation)
-        return {
-            "citation_id": chunk.citation_id,
-            "chunk_id": chunk.chunk_id,
-            "source_uri": chunk.source_uri,
-            "byte_start": chunk.byte_start,
-            "byte_end": chunk.byte_end,
-            "section_path": chunk.section_path,
-            "page": chunk.page,
-            "source_ordinal": chunk.source_ordinal,
-            "text": chunk.text,
-            "file_hash": corpus.file_hash,
-            "content_hash": corpus.content_hash,
-        }
+        return chunk_record(chunk, file_hash=corpus.file_hash, content_hash=corpus.content_hash)
 
     @api.get("/databases", summary="Loaded databases")
     async def databases() -> dict[str, Any]:
@@ -87,7 +70,7 @@ def router(dbs: Databases) -> APIRouter:
                         "model": c.model,
                         "dim": c.dim,
                         "index_type": c.index_type,
-                        "text_search": c.bm25 is not None,
+                        "text_search": c.has_text_index,
                         "file_hash": c.file_hash,
                         "content_hash": c.content_hash,
                     }

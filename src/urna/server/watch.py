@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from urna.corpus import open_corpus
+from urna.build.run import run_build
+from urna.build.spec import BuildSpec, Source
 from urna.embed.registry import resolve
 from urna.errors import UrnaError
 from urna.ingest.loaders import kind_of
-from urna.pipeline.run import run_build
-from urna.pipeline.spec import BuildSpec, Source
+from urna.search.corpus import open_corpus
 from urna.server.databases import Databases
 
 log = logging.getLogger(__name__)

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from urna.errors import CitationError, SourceMismatchError
+from urna.ingest.loaders import is_derived, load
 
 CITATION_RE = re.compile(r"urna://(sha256:[0-9a-f]{64})/(sha256:[0-9a-f]{64})")
 
@@ -71,20 +72,10 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
         )
 
 
-DERIVED_SUFFIXES = (".html", ".htm", ".pdf", ".docx", ".jsonl", ".csv")
-
-
-def derived_kind(path: Path) -> bool:
-    """Whether spans of this source index its extracted text rather than its bytes."""
-    return path.suffix.lower() in DERIVED_SUFFIXES
-
-
 def verify_derived(
     path: Path, source_uri: str, byte_start: int, byte_end: int, expected: bytes
 ) -> None:
     """Extract the source again and compare the span of its extracted text."""
-    from urna.ingest.loaders import load
-
     if not path.is_file():
         raise CitationError(f"source not found: {path}")
     try:
@@ -100,3 +91,17 @@ def verify_derived(
             f"source span mismatch: extracted text bytes {byte_start}-{byte_end} of {path} differ "
             "from the stored text"
         )
+
+
+def check_source(
+    source_uri: str, byte_start: int, byte_end: int, expected: bytes, root: Path
+) -> Path:
+    """Check a chunk against its source: the file's bytes in the span (Markdown, text), or the
+    span of the text extracted again (HTML, PDF, DOCX, JSONL and CSV records). Relative
+    source_uris are read under ``root``. Returns the path read."""
+    path = resolve_source(source_uri.partition("#")[0], root)
+    if is_derived(path):
+        verify_derived(path, source_uri, byte_start, byte_end, expected)
+    else:
+        verify_source(path, byte_start, byte_end, expected)
+    return path

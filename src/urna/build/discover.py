@@ -9,7 +9,7 @@ from pathlib import Path
 
 from urna.errors import BuildError
 from urna.ingest.loaders import kind_of
-from urna.pipeline.spec import Source
+from urna.build.spec import Source
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ compress = false             # zstd on the non-embedding sections
 title = "My notes"
 
 [model]
-name = "minilm"              # see `urna.embed.registry`
+name = "minilm"              # see src/urna/embed/registry.py
 # path = "models/minilm"     # load that model's files from a folder
 
 [chunking]
@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from urna.embed.registry import DEFAULT_MODEL
+from urna.build.write import DTYPES
 from urna.errors import BuildError
 
-DTYPES = ("float32", "float16", "int8")
 METADATA_KEYS = ("title", "description", "version", "license", "authors")
 
 
@@ -69,7 +69,6 @@ class BuildSpec:
     compress: bool = False
     preset: str = "hybrid"
     bm25: bool | None = None  # None: as the preset says
-    dtype_set: bool = False
     rerank_copy: bool = False
     spaces: tuple[tuple[str, str], ...] = ()  # (space name, model name): extra embedding spaces
     metadata: dict[str, Any] = field(default_factory=dict)

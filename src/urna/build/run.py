@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from urna import __version__
-from urna.builder import build
+from urna.build.write import BuildResult, build
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.loaders import load
-from urna.pipeline.discover import discover
-from urna.pipeline.spec import BuildSpec, resolved
+from urna.build.discover import discover
+from urna.build.spec import BuildSpec, resolved
 
 Report = Callable[[str], None]
 log = logging.getLogger(__name__)
@@ -126,6 +126,8 @@ def run_build(
     embedder: Embedder | None = None,
     bar: bool = False,
 ) -> BuildSummary:
+    """Discover, load and chunk the spec's sources, embed them (through the cache), write the
+    file atomically and verify it. ``dry_run`` stops before embedding."""
     t0 = time.perf_counter()
     summary = BuildSummary(output=spec.output, dry_run=dry_run)
     out = spec.output
@@ -135,6 +137,27 @@ def run_build(
         raise BuildError(f"output folder not found: {out.parent}")
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)
     summary.model = embedder.name
+    max_tokens = _window(spec, embedder)
+    spans = _load_and_chunk(spec, embedder, max_tokens, summary, report, warn)
+    if dry_run:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+    stage = time.perf_counter()
+    vectors, extra_spaces = _embed_all(spec, embedder, spans, summary, report, use_cache, bar)
+    summary.timings["embed"] = time.perf_counter() - stage
+    stage = time.perf_counter()
+    result = _write(spec, embedder, spans, vectors, extra_spaces, max_tokens, summary, report)
+    summary.timings["write+verify"] = time.perf_counter() - stage
+    report(f"write: {out} ({result.size} bytes), verified")
+    summary.size = result.size
+    summary.file_hash = result.file_hash
+    summary.content_hash = result.content_hash
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _window(spec: BuildSpec, embedder: Embedder) -> int:
+    """The chunk size limit in model tokens, checked against the model's window."""
     max_tokens = spec.max_tokens or embedder.max_tokens
     if max_tokens < 8:
         raise BuildError(f"max_tokens must be at least 8, got {max_tokens}")
@@ -147,7 +170,17 @@ def run_build(
             f"max_tokens {max_tokens} exceeds the window of {embedder.name} "
             f"({embedder.max_tokens} tokens): longer chunks would be truncated"
         )
+    return max_tokens
 
+
+def _load_and_chunk(
+    spec: BuildSpec,
+    embedder: Embedder,
+    max_tokens: int,
+    summary: BuildSummary,
+    report: Report,
+    warn: Report,
+) -> list[ChunkSpan]:
     stage = time.perf_counter()
     files, skipped = discover(spec.sources, spec.base)
     for path, reason in skipped:
@@ -155,7 +188,6 @@ def run_build(
     summary.skipped = [(str(p), r) for p, r in skipped]
     report(f"discover: {len(files)} files")
     summary.timings["discover"] = time.perf_counter() - stage
-
     stage = time.perf_counter()
     spans: list[ChunkSpan] = []
     for found in files:
@@ -186,23 +218,28 @@ def run_build(
             f"nothing usable to build: {len(files)} supported files, {len(summary.skipped)} "
             "skipped, 0 chunks"
         )
-    if dry_run:
-        summary.seconds = time.perf_counter() - t0
-        return summary
+    return spans
 
-    stage = time.perf_counter()
+
+def _embed_all(
+    spec: BuildSpec,
+    embedder: Embedder,
+    spans: list[ChunkSpan],
+    summary: BuildSummary,
+    report: Report,
+    use_cache: bool,
+    bar: bool,
+) -> tuple[np.ndarray, list[dict[str, object]]]:
+    """The chunks' vectors, and one band per extra embedding space of the spec."""
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
+    texts = [s.text for s in spans]
     extra_spaces: list[dict[str, object]] = []
     try:
-        vectors, embedded = embed_cached(
-            embedder, [s.text for s in spans], cache=cache, report=report, bar=bar
-        )
+        vectors, embedded = embed_cached(embedder, texts, cache=cache, report=report, bar=bar)
         for name, model in spec.spaces:
             space_embedder = resolve(model)
             report(f"space {name}: {space_embedder.name}")
-            band, _ = embed_cached(
-                space_embedder, [s.text for s in spans], cache=cache, report=report, bar=bar
-            )
+            band, _ = embed_cached(space_embedder, texts, cache=cache, report=report, bar=bar)
             extra_spaces.append(
                 {
                     "name": name,
@@ -216,15 +253,22 @@ def run_build(
             cache.close()
     summary.embedded = embedded
     summary.cached = len(spans) - embedded
-    summary.timings["embed"] = time.perf_counter() - stage
+    return vectors, extra_spaces
 
-    stage = time.perf_counter()
+
+def _write(
+    spec: BuildSpec,
+    embedder: Embedder,
+    spans: list[ChunkSpan],
+    vectors: np.ndarray,
+    extra_spaces: list[dict[str, object]],
+    max_tokens: int,
+    summary: BuildSummary,
+    report: Report,
+) -> BuildResult:
+    out = spec.output
     root = Path(os.path.relpath(spec.base.resolve(), out.resolve().parent)).as_posix()
-    provenance = {
-        "builder": f"urna {__version__}",
-        "files": summary.files,
-        "source_root": root,
-    }
+    provenance = {"builder": f"urna {__version__}", "files": summary.files, "source_root": root}
     chunks = [
         {
             "text": s.text,
@@ -233,7 +277,7 @@ def run_build(
             "byte_end": s.end,
             "section_path": s.section_path,
             "page": s.page,
-            "source_ordinal": s.ordinal,
+            "source_ordinal": s.source_ordinal,
         }
         for s in spans
     ]
@@ -244,7 +288,7 @@ def run_build(
         + (", HNSW + graph" if ann else "")
         + (", BM25" if bm25 else "")
     )
-    result = build(
+    return build(
         out,
         chunks,
         embeddings=vectors,
@@ -263,10 +307,3 @@ def run_build(
         rerank_copy=spec.rerank_copy,
         spaces=extra_spaces,
     )
-    summary.timings["write+verify"] = time.perf_counter() - stage
-    report(f"write: {out} ({result.size} bytes), verified")
-    summary.size = result.size
-    summary.file_hash = result.file_hash
-    summary.content_hash = result.content_hash
-    summary.seconds = time.perf_counter() - t0
-    return summary

@@ -1,0 +1,279 @@
+"""``urna.build``: validate chunks and vectors, normalize, and write a .urna file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+import zstandard
+
+from urna.build.columns import ChunkInput, Columns, collect, unit_matrix
+from urna.errors import BuildError
+from urna.format import embeddings as emb
+from urna.format import manifest as manifest_rules
+from urna.format import sections as payloads
+from urna.format.identity import citation_id, content_hash
+from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
+from urna.format.reader import Container
+from urna.format.spaces import MAX_SPACES, Space, encode_space_table
+from urna.format.writer import SectionPayload, write_container
+from urna.index.bm25 import build_payload as build_bm25
+from urna.index.graph import TOP_M as GRAPH_TOP_M
+from urna.index.graph import build_payload as build_graph
+from urna.index.hnsw import HNSWIndex
+from urna.index.hnsw import build_payload as build_hnsw
+from urna.search.fusion import FusionParams
+
+Dtype = Literal["float32", "float16", "int8"]
+DTYPES: tuple[str, ...] = get_args(Dtype)
+ZSTD_LEVEL = 9
+ZSTD_SECTIONS = (
+    SectionId.CHUNK_IDS,
+    SectionId.CHUNKS_CANONICAL,
+    SectionId.CHUNKS_ORIGINAL_SPANS,
+    SectionId.PROVENANCE,
+    SectionId.SEARCH_CONTRACT,
+    SectionId.CHUNK_META,
+)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    path: Path
+    n_chunks: int
+    size: int
+    file_hash: str
+    content_hash: str
+    chunk_ids: list[str]
+
+    def citation(self, i: int) -> str:
+        return citation_id(self.content_hash, self.chunk_ids[i])
+
+
+def build(
+    path: str | os.PathLike[str],
+    chunks: Iterable[ChunkInput | Mapping[str, Any]],
+    *,
+    model: str,
+    model_hash: str,
+    chunker_version: str,
+    dim: int | None = None,
+    embeddings: Any = None,
+    dtype: Dtype = "float32",
+    compression: Literal["zstd"] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    created: str | None = None,
+    extra_manifest: Mapping[str, Any] | None = None,
+    bm25: bool = False,
+    hnsw: bool = False,
+    graph: bool = False,
+    rerank_copy: bool = False,
+    spaces: Sequence[Mapping[str, Any]] = (),
+    fusion: FusionParams | None = None,
+) -> BuildResult:
+    """Write ``chunks`` to a new .urna file at ``path``, atomically.
+
+    Vectors come per chunk (``embedding``) or as one ``embeddings`` matrix; they
+    are checked (dimension, finite, non-zero) and L2-normalized. The same input
+    gives the same bytes: nothing time- or machine-dependent is written unless
+    ``created`` is given. ``bm25=True`` adds the BM25 index (section 0x08) over
+    each chunk's text and section path, and records ``fusion`` (default: calibrated,
+    C = 10, RRF k = 60) in the manifest; ``hnsw=True`` an HNSW index (0x07);
+    ``graph=True`` (with hnsw) the chunk graph (0x0C); ``rerank_copy=True`` a
+    float32 copy of quantized embeddings used to rerank (0x09). ``spaces`` adds
+    named embedding spaces, each ``{"name", "model", "model_hash", "embeddings"}``
+    with one row per chunk (0x15 and 0x20 + i).
+    """
+    items = list(chunks)
+    if not items:
+        raise BuildError("no chunks to write: a .urna file holds at least one")
+    _check_options(model, model_hash, chunker_version, dtype, compression, dim)
+    if graph and not hnsw:
+        raise BuildError("the chunk graph takes its semantic edges from HNSW: set hnsw=True too")
+    cols = collect(items, chunker_version)
+    n = len(cols)
+    matrix = unit_matrix(cols.rows, embeddings, n, dim)
+    dim = int(matrix.shape[1])
+    manifest = _manifest(
+        model=model,
+        model_hash=model_hash,
+        chunker_version=chunker_version,
+        dim=dim,
+        n=n,
+        dtype=dtype,
+        indexes=(bm25, hnsw, graph),
+        created=created,
+        title=title,
+        description=description,
+        fusion=(fusion or FusionParams()) if bm25 else None,
+        extra=extra_manifest or {},
+    )
+    decoded = {
+        SectionId.CHUNK_IDS: payloads.encode_strings([c.encode("ascii") for c in cols.ids]),
+        SectionId.CHUNKS_CANONICAL: payloads.encode_strings(cols.texts),
+        SectionId.CHUNKS_ORIGINAL_SPANS: payloads.encode_spans(cols.uris, cols.starts, cols.ends),
+        SectionId.EMBEDDINGS: emb.encode(matrix, ENCODING_OF_DTYPE[dtype]),
+        SectionId.PROVENANCE: payloads.encode_json(dict(provenance or {})),
+        SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
+    }
+    stored: dict[int, bytes] = {int(sid): data for sid, data in decoded.items()}
+    stored.update(_index_sections(cols, matrix, bm25=bm25, hnsw=hnsw, graph=graph))
+    stored.update(_space_sections(spaces, n))
+    if rerank_copy and dtype != "float32":
+        stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
+    if cols.has_meta:
+        stored[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
+            cols.section_paths, cols.pages, cols.source_ordinals
+        )
+    sections = _encode(stored, dtype, compression)
+    size = write_container(path, manifest, sections, dim=dim, n_chunks=n, n_embeddings=n)
+    with Container(path) as written:  # what was written must open with every check
+        file_hash = written.file_hash
+    return BuildResult(
+        path=Path(path),
+        n_chunks=n,
+        size=size,
+        file_hash=file_hash,
+        content_hash=content_hash((section_name(sid), data) for sid, data in decoded.items()),
+        chunk_ids=cols.ids,
+    )
+
+
+def _check_options(
+    model: Any, model_hash: Any, chunker_version: Any, dtype: Any, compression: Any, dim: Any
+) -> None:
+    for name, value in (("model", model), ("chunker_version", chunker_version)):
+        if not isinstance(value, str) or not value:
+            raise BuildError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(model_hash, str) or not manifest_rules.HASH_RE.fullmatch(model_hash):
+        raise BuildError(f"model_hash must be sha256:<64 lowercase hex>, got {model_hash!r}")
+    if dtype not in DTYPES:
+        raise BuildError(f"dtype must be float32, float16 or int8, got {dtype!r}")
+    if compression not in (None, "zstd"):
+        raise BuildError(f"compression must be None or 'zstd', got {compression!r}")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+        raise BuildError(f"dim must be a positive integer, got {dim!r}")
+
+
+def _manifest(
+    *,
+    model: str,
+    model_hash: str,
+    chunker_version: str,
+    dim: int,
+    n: int,
+    dtype: str,
+    indexes: tuple[bool, bool, bool],
+    created: str | None,
+    title: str | None,
+    description: str | None,
+    fusion: FusionParams | None,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    bm25, hnsw, graph = indexes
+    manifest: dict[str, Any] = {
+        "format_version": 1,
+        "schema_version": 1,
+        "embedding_model": model,
+        "embedding_dim": dim,
+        "n_chunks": n,
+        "dtype": dtype,
+        "metric": "ip",
+        "score_type": "cosine",
+        "normalize": "l2",
+        "index_type": ("hybrid" if bm25 else "hnsw") if hnsw else "exact",
+        "rerank_policy": "exact" if hnsw else "none",
+        "model_hash": model_hash,
+        "chunker_version": chunker_version,
+        "capabilities": {
+            "supports_exact": True,
+            "supports_ann": bool(hnsw),
+            "supports_bm25": bool(bm25),
+            "supports_citations": True,
+            "supports_reproducible_build": created in (None, manifest_rules.REPRODUCIBLE_CREATED),
+        },
+        "title": title,
+        "description": description,
+        "created": created,
+        "capabilities_ext": {"graph_present": True} if graph else None,
+    }
+    if fusion is not None:
+        # The fusion `urna eval` measured best, recorded with the file; search reads it back.
+        manifest["fusion"] = fusion.to_manifest()
+    for key, value in extra.items():
+        if key in manifest:
+            raise BuildError(f"extra manifest key {key!r} collides with a standard key")
+        manifest[key] = value
+    manifest = manifest_rules.ordered(manifest)
+    try:
+        manifest_rules.validate(manifest)
+        if fusion is not None:
+            FusionParams.from_manifest(manifest)
+    except Exception as exc:  # a FormatError here means the caller's values break a rule
+        raise BuildError(str(exc)) from None
+    return manifest
+
+
+def _index_sections(
+    cols: Columns, matrix: np.ndarray, *, bm25: bool, hnsw: bool, graph: bool
+) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    if bm25:
+        documents = [
+            (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
+            for t, p in zip(cols.texts, cols.section_paths, strict=True)
+        ]
+        out[SectionId.BM25_INDEX] = build_bm25(documents)
+    if hnsw:
+        ann = build_hnsw(matrix)
+        out[SectionId.HNSW_INDEX] = ann
+        if graph:
+            n, dim = matrix.shape
+            semantic = HNSWIndex(memoryview(ann), n, dim).neighbours(matrix, GRAPH_TOP_M)
+            out[SectionId.GRAPH_ADJACENCY] = build_graph(
+                [u.decode("utf-8") for u in cols.uris], semantic
+            )
+    return out
+
+
+def _space_sections(spaces: Sequence[Mapping[str, Any]], n: int) -> dict[int, bytes]:
+    if not spaces:
+        return {}
+    if len(spaces) > MAX_SPACES:
+        raise BuildError(f"at most {MAX_SPACES} named spaces, got {len(spaces)}")
+    out: dict[int, bytes] = {}
+    table: list[Space] = []
+    for i, space in enumerate(spaces, 1):
+        name = space.get("name")
+        if not isinstance(name, str) or not name or name in {t.name for t in table}:
+            raise BuildError(f"space {i} needs a unique non-empty name, got {name!r}")
+        space_hash = space.get("model_hash")
+        if not isinstance(space_hash, str) or not manifest_rules.HASH_RE.fullmatch(space_hash):
+            raise BuildError(f"space {name} model_hash must be sha256:<64 lowercase hex>")
+        band = unit_matrix([None] * n, space.get("embeddings"), n, None)
+        model = str(space.get("model") or name)
+        table.append(Space(name, model, space_hash, int(band.shape[1]), 0x20 + i))
+        out[0x20 + i] = emb.encode(band, Encoding.RAW)
+    out[SectionId.SPACE_TABLE] = encode_space_table(table)
+    return out
+
+
+def _encode(
+    stored: dict[int, bytes], dtype: str, compression: str | None
+) -> list[SectionPayload]:
+    sections = []
+    for sid, data in stored.items():
+        if sid == SectionId.EMBEDDINGS:
+            sections.append(SectionPayload(sid, ENCODING_OF_DTYPE[dtype], data))
+        elif compression == "zstd" and sid in ZSTD_SECTIONS:  # indexes are read from the map
+            packed = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False).compress(data)
+            sections.append(SectionPayload(sid, Encoding.ZSTD, packed))
+        else:
+            sections.append(SectionPayload(sid, Encoding.RAW, data))
+    return sections

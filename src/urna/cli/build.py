@@ -1,0 +1,164 @@
+"""The build verb: from documents (PATH... -o OUT), a SPEC.toml, or --from-jsonl vectors."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from urna.build.run import run_build
+from urna.build.spec import PRESETS, load_spec, spec_from_args
+from urna.build.write import DTYPES, build
+from urna.cli import render
+from urna.cli.common import out
+from urna.format.manifest import PLACEHOLDER_MODEL_HASH
+from urna.ingest.chunks_jsonl import read_chunks_jsonl
+
+# Options a spec may also set: given on the command line, they override the spec.
+SPEC_OPTIONS = (
+    "model",
+    "model_path",
+    "max_tokens",
+    "overlap_tokens",
+    "dtype",
+    "compress",
+    "preset",
+    "rerank_copy",
+    "bm25",
+)
+
+
+@click.command(name="build")
+@click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="The .urna file to write.")
+@click.option(
+    "--from-jsonl",
+    "from_jsonl",
+    type=click.Path(path_type=str),
+    help="Chunks that already carry vectors: text, source_uri, byte_start, byte_end, embedding.",
+)
+@click.option("--model", default=None, help="Embedding model (documents) or its name (JSONL).")
+@click.option("--model-path", type=click.Path(path_type=Path), help="Load the model from a folder.")
+@click.option("--dim", type=click.IntRange(min=1), help="Embedding dimension (with --from-jsonl).")
+@click.option(
+    "--model-hash",
+    default=PLACEHOLDER_MODEL_HASH,
+    show_default="the placeholder (text queries refuse it)",
+    help="sha256:<64 hex> of the model's files (with --from-jsonl).",
+)
+@click.option(
+    "--chunker-version",
+    default="external/1",
+    show_default=True,
+    help="Chunker name recorded with --from-jsonl.",
+)
+@click.option("--max-tokens", type=int, help="Chunk size limit in model tokens (default: window).")
+@click.option(
+    "--overlap", "overlap_tokens", type=int, default=None, help="Tokens a chunk may repeat."
+)
+@click.option("--dtype", type=click.Choice(DTYPES), default=None)
+@click.option("--compress", is_flag=True, default=None, help="zstd on the non-embedding sections.")
+@click.option("--title", default=None)
+@click.option(
+    "--preset",
+    type=click.Choice(tuple(PRESETS)),
+    default=None,
+    help="exact: float32; compressed: float16; tiny: int8 + HNSW; hybrid (default): "
+    "float32 + HNSW + BM25 + chunk graph.",
+)
+@click.option(
+    "--rerank-copy",
+    is_flag=True,
+    default=None,
+    help="Keep a float32 copy of quantized vectors to rerank with.",
+)
+@click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (preset decides).")
+@click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
+@click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
+@click.option(
+    "--progress/--quiet",
+    default=None,
+    help="Stage lines on stderr (default: when stderr is a terminal).",
+)
+def build_cmd(
+    inputs: tuple[Path, ...],
+    output: Path | None,
+    from_jsonl: str | None,
+    title: str | None,
+    dry_run: bool,
+    rebuild: bool,
+    progress: bool | None,
+    **options: Any,
+) -> None:
+    """Build a .urna file: from documents (PATH... -o OUT), a SPEC.toml, or --from-jsonl vectors."""
+    if from_jsonl is not None:
+        if inputs:
+            raise click.UsageError("--from-jsonl takes no other inputs")
+        if output is None or options["model"] is None or options["dim"] is None:
+            raise click.UsageError("--from-jsonl needs -o, --model and --dim")
+        _build_jsonl(from_jsonl, output, title, options)
+        return
+    if not inputs:
+        raise click.UsageError("give a SPEC.toml, or files and folders with -o OUT.urna")
+    chosen = {key: options[key] for key in SPEC_OPTIONS}
+    if len(inputs) == 1 and inputs[0].suffix == ".toml":
+        spec = load_spec(inputs[0], output=output)
+        spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
+    else:
+        if output is None:
+            raise click.UsageError("building from files and folders needs -o OUT.urna")
+        spec = spec_from_args(list(inputs), output, **chosen)
+    if title:
+        spec.metadata["title"] = title
+    show = sys.stderr.isatty() if progress is None else progress
+    summary = run_build(
+        spec,
+        report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
+        warn=lambda m: click.echo(f"warning: {m}", err=True),
+        dry_run=dry_run,
+        use_cache=not rebuild,
+        bar=show and sys.stderr.isatty(),
+    )
+    out(render.build_summary(summary))
+
+
+def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict[str, Any]) -> None:
+    t0 = time.perf_counter()
+    dim: int = options["dim"]
+    dtype: Any = options["dtype"] or "float32"
+    data = read_chunks_jsonl(from_jsonl, dim)
+    result = build(
+        output,
+        data.chunks(),
+        embeddings=data.embeddings,
+        model=options["model"],
+        dim=dim,
+        model_hash=options["model_hash"],
+        chunker_version=options["chunker_version"],
+        dtype=dtype,  # checked by click.Choice(DTYPES)
+        compression="zstd" if options["compress"] else None,
+        title=title,
+        provenance={"source": "jsonl", "input": Path(from_jsonl).name},
+    )
+    elapsed = time.perf_counter() - t0
+    out(
+        "\n".join(
+            [
+                render.kv("wrote", result.path),
+                render.kv("chunks", result.n_chunks),
+                render.kv("dim", dim),
+                render.kv("dtype", dtype),
+                render.kv("size", f"{result.size} bytes"),
+                render.kv("time", f"{elapsed:.3f} s"),
+                render.kv("file_hash", result.file_hash),
+                render.kv("content_hash", result.content_hash),
+            ]
+        )
+    )
+
+
+COMMANDS = (build_cmd,)

@@ -1,0 +1,128 @@
+"""The verbs around search: eval (quality on a BEIR folder), benchmark (latency), serve (HTTP)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from urna.cli import render
+from urna.cli.common import file_argument, k_option, open_corpus, out
+from urna.evaluate.latency import run_benchmark
+from urna.evaluate.run import run_eval
+
+
+@click.command(name="eval")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--model", default="minilm", show_default=True, help="Embedding model to build with.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Corpus file to build or reuse (default: in the cache folder).",
+)
+@click.option("--rebuild", is_flag=True, help="Build the corpus file even if it exists.")
+@click.option("--split", default="test", show_default=True, help="Query split: test, train...")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--progress/--quiet", default=None, help="Stage lines on stderr.")
+def eval_cmd(
+    folder: Path,
+    model: str,
+    output: Path | None,
+    rebuild: bool,
+    split: str,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    """Retrieval quality on a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), per mode."""
+    show = sys.stderr.isatty() if progress is None else progress
+    report = run_eval(
+        folder,
+        model=model,
+        output=output,
+        rebuild=rebuild,
+        split=split,
+        report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
+    )
+    out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))
+
+
+@click.command(name="benchmark")
+@file_argument
+@click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True)
+@k_option
+@click.option("--ef", type=int, default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> None:
+    """Latency percentiles per search path, and ANN recall@k against exact."""
+    with open_corpus(file) as corpus:
+        report = run_benchmark(corpus, queries=queries, k=k, ef=ef)
+        out(json.dumps(report.to_dict(), indent=2) if as_json else render.benchmark(report))
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--watch",
+    "watches",
+    multiple=True,
+    metavar="NAME=DIR",
+    help="Keep NAME.urna built from a folder of documents, rebuilt on change.",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where watched databases are written (default: ./urna-data).",
+)
+@click.option("--model", default="minilm", show_default=True, help="Model for watched folders.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.0,
+    show_default=True,
+    help="Seconds between checks of watched folders (> 0).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--max-rps",
+    type=click.FloatRange(min=0),
+    default=200.0,
+    show_default=True,
+    help="Requests a second per client address on every route but health (0: no bound).",
+)
+@click.option(
+    "--token",
+    default=None,
+    help="Bearer token required on every route but health (or URNA_TOKEN); mandatory off loopback.",
+)
+def serve(
+    paths: tuple[Path, ...],
+    watches: tuple[str, ...],
+    data: Path | None,
+    model: str,
+    interval: float,
+    host: str,
+    port: int,
+    max_rps: float,
+    token: str | None,
+) -> None:
+    """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem."""
+    from urna.server.run import serve as run_server
+
+    run_server(
+        list(paths),
+        host=host,
+        port=port,
+        token=token,
+        watches=list(watches),
+        data=data,
+        model=model,
+        max_rps=max_rps,
+        interval=interval,
+    )
+
+
+COMMANDS = (eval_cmd, benchmark_cmd, serve)

@@ -1,1 +1,0 @@
-"""The document build: discover -> load -> chunk -> embed (cached) -> write -> verify."""

@@ -1,0 +1,64 @@
+"""Hit assembly: ranked ordinals and scores become ``Hit``s, each with its citation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from urna.search.chunks import ChunkStore
+from urna.search.result import Hit
+from urna.search.snippet import snippet
+
+
+class HitMaker:
+    """Turns (ordinals, scores) into hits for one file; the file's hashes are read once."""
+
+    def __init__(self, store: ChunkStore, model: str, file_hash: Callable[[], str]) -> None:
+        self._store = store
+        self._model = model
+        self._file_hash = file_hash
+
+    def __call__(
+        self,
+        idx: np.ndarray,
+        scores: np.ndarray,
+        *,
+        index_type: str,
+        reranked: bool,
+        score_type: str = "cosine",
+        ranks: Sequence[dict[str, dict[str, float]]] | None = None,
+        terms: Sequence[str] | None = None,
+        precision: str = "",
+        model: str | None = None,
+    ) -> list[Hit]:
+        content, fh = self._store.content_hash, self._file_hash()
+        hits = []
+        for rank, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True), 1):
+            c = self._store.chunk(i)
+            hits.append(
+                Hit(
+                    rank=rank,
+                    ordinal=i,
+                    chunk_id=c.chunk_id,
+                    score=float(score),
+                    score_type=score_type,
+                    source_uri=c.source_uri,
+                    byte_start=c.byte_start,
+                    byte_end=c.byte_end,
+                    text=c.text,
+                    model=model or self._model,
+                    index_type=index_type,
+                    reranked=reranked,
+                    file_hash=fh,
+                    content_hash=content,
+                    citation_id=c.citation_id,
+                    section_path=c.section_path,
+                    page=c.page,
+                    source_ordinal=c.source_ordinal,
+                    ranks=ranks[rank - 1] if ranks is not None else {},
+                    snippet=snippet(c.text, terms) if terms is not None else "",
+                    precision=precision,
+                )
+            )
+        return hits

@@ -1,0 +1,121 @@
+"""Text queries: which methods run (the mode), each method's candidates, and their fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+import numpy as np
+
+from urna.embed.base import Embedder
+from urna.errors import ModelError, ModelGateError, QueryError
+from urna.format.embeddings import Matrix
+from urna.index.bm25 import BM25Index
+from urna.index.exact import exact_top_k
+from urna.search.fusion import FusionParams, fuse
+from urna.search.query import prepare
+
+Mode = Literal["auto", "hybrid", "vector", "text"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+
+@dataclass
+class Ranked:
+    """The outcome of one text query before it becomes hits."""
+
+    mode: str
+    score_type: str
+    ordinals: np.ndarray
+    scores: np.ndarray
+    ranks: list[dict[str, dict[str, float]]]
+    query_tokens: list[str] = field(default_factory=list)
+    candidates: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The mode that runs, why auto left the vectors out (or ""), and the query embedder."""
+
+    mode: str
+    note: str
+    embedder: Embedder | None
+
+
+def default_candidates(k: int) -> int:
+    return max(4 * k, 64)
+
+
+def route(mode: str, *, has_bm25: bool, embedder: Callable[[], Embedder], explicit: bool) -> Route:
+    """Pick the mode. ``auto``: hybrid when the file has BM25 and the query can be embedded,
+    else whichever of the two the file supports. ``embedder()`` returns the gated embedder or
+    raises; with an ``explicit`` model its failure is the answer even under auto."""
+    if mode not in MODES:
+        raise QueryError(f"invalid mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode in ("text", "hybrid") and not has_bm25:
+        raise QueryError(
+            f"mode {mode} needs a BM25 index (section 0x08), which this file does not have; "
+            "rebuild it with the BM25 index, or use --mode vector"
+        )
+    if mode == "text":
+        return Route("text", "", None)
+    if mode in ("vector", "hybrid") or not has_bm25 or explicit:
+        chosen = mode if mode != "auto" else ("hybrid" if has_bm25 else "vector")
+        return Route(chosen, "", embedder())
+    try:
+        return Route("hybrid", "", embedder())
+    except (ModelError, ModelGateError) as exc:
+        return Route("text", f"vector path unavailable: {exc}", None)
+
+
+def _method_ranks(name: str, scores: np.ndarray) -> list[dict[str, dict[str, float]]]:
+    return [{name: {"rank": r, "score": float(s)}} for r, s in enumerate(scores.tolist(), 1)]
+
+
+def rank(
+    text: str,
+    k: int,
+    *,
+    route: Route,
+    matrix: Matrix,
+    bm25: BM25Index | None,
+    fusion: str,
+    params: FusionParams,
+    candidates: int | None = None,
+    allowed: np.ndarray | None = None,
+) -> Ranked:
+    """The k best chunks for ``text`` by the route's methods, among ``allowed`` when given."""
+    if candidates is not None and (isinstance(candidates, bool) or candidates <= 0):
+        raise QueryError(f"invalid candidates: {candidates}")
+    vector = None
+    if route.embedder is not None:
+        q = prepare(route.embedder.embed([text])[0], matrix.dim)
+        depth = k if route.mode == "vector" else candidates or default_candidates(k)
+        vector = exact_top_k(matrix, q, min(depth, matrix.n), allowed)
+    if route.mode == "vector":
+        assert vector is not None
+        idx, scores = vector
+        ranks = _method_ranks("vector", scores)
+        return Ranked("vector", "cosine", idx, scores, ranks, candidates={"vector": len(idx)})
+    assert bm25 is not None
+    if route.mode == "text":
+        hits = bm25.search(text, k, allowed)
+        ranks = _method_ranks("text", hits.scores)
+        return Ranked(
+            "text", "bm25", hits.ordinals, hits.scores, ranks, hits.query_tokens,
+            {"text": len(hits.ordinals)},
+        )  # fmt: skip
+    assert vector is not None
+    hits = bm25.search(text, candidates or default_candidates(k), allowed)
+    fused = fuse(
+        {"vector": vector, "text": (hits.ordinals, hits.scores)}, fusion=fusion, params=params
+    )[:k]
+    return Ranked(
+        "hybrid",
+        fusion,
+        np.array([f.ordinal for f in fused], dtype=np.int64),
+        np.array([f.score for f in fused], dtype=np.float64),
+        [f.ranks for f in fused],
+        hits.query_tokens,
+        {"vector": len(vector[0]), "text": len(hits.ordinals)},
+    )
