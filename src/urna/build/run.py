@@ -273,8 +273,8 @@ def _write(
         {
             "text": s.text,
             "source_uri": s.source_uri,
-            "byte_start": s.start,
-            "byte_end": s.end,
+            "byte_start": s.byte_start,
+            "byte_end": s.byte_end,
             "section_path": s.section_path,
             "page": s.page,
             "source_ordinal": s.source_ordinal,

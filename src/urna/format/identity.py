@@ -1,4 +1,4 @@
-"""Identities: chunk_id, content_hash and citation ids, as FORMAT.md defines them."""
+"""Identities: chunk_id, content_hash and citation ids, as docs/format.md defines them."""
 
 from __future__ import annotations
 

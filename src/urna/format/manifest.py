@@ -142,7 +142,7 @@ def _nonempty_str(manifest: Mapping[str, Any], key: str) -> str:
 
 
 def validate(manifest: Mapping[str, Any]) -> None:
-    """Enforce the manifest rules of FORMAT.md; raise FormatError (check 8) on the first break."""
+    """Enforce the manifest rules of docs/format.md; raise FormatError (check 8) at the first."""
     for key in REQUIRED_KEYS:
         if key not in manifest:
             raise _bad(f"manifest is missing required key {key!r}")

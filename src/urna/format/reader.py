@@ -1,4 +1,4 @@
-"""Open a .urna v1 container: memory-map it and run every check of FORMAT.md in order.
+"""Open a .urna v1 container: memory-map it and run every check of docs/format.md in order.
 
 Two levels of verification:
 

@@ -42,8 +42,8 @@ class ChunkSpan:
     """One chunk of a document: where it is, what it says, and where it sits in the structure."""
 
     source_uri: str
-    start: int
-    end: int
+    byte_start: int
+    byte_end: int
     text: str
     tokens: int
     section_path: str
@@ -253,8 +253,8 @@ def chunk_document(
         chunks.append(
             ChunkSpan(
                 source_uri=doc.source_uri,
-                start=group[0].start,
-                end=group[-1].end,
+                byte_start=group[0].start,
+                byte_end=group[-1].end,
                 text=text,
                 tokens=tokens,
                 section_path=" / ".join(group[-1].section),

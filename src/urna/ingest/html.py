@@ -1,13 +1,25 @@
-"""HTML (derived): block-level text by the standard library's parser; scripts and styles dropped."""
+"""HTML (derived): block-level text by lxml's HTML parser; scripts, styles and comments dropped.
+
+The bytes are decoded as the page says: a byte-order mark, else a ``<meta charset>`` (or
+``http-equiv`` content type) in its first 4 KiB, else UTF-8, else windows-1252 (what
+browsers assume; the labels latin-1, iso-8859-1 and ascii mean windows-1252 too, as the
+WHATWG Encoding standard says). Tables become one block of rows (cells joined by `` | ``);
+a table nested in a cell ends the outer table's block where it starts, becomes its own
+block, and the outer table goes on in a new block after it, so every cell keeps its place
+in document order. Elements nested deeper than 2048 levels (libxml2's limit) are left out.
+"""
 
 from __future__ import annotations
 
+import codecs
 import re
-from html.parser import HTMLParser
+from dataclasses import dataclass, field
+from typing import Any
 
+from urna.errors import missing_extra
 from urna.ingest.document import Assembler, Document
 
-_SKIP = {"script", "style", "noscript", "template", "head", "svg"}
+_SKIP = {"script", "style", "noscript", "template", "head", "svg", "title"}
 _BLOCKS = {
     "p": "paragraph",
     "li": "list_item",
@@ -34,91 +46,185 @@ _BREAKS = {
     "nav",
     "aside",
     "form",
-    "table",
-    "tr",
 }
 _SPACE = re.compile(r"\s+")
+_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+_WINDOWS_1252_LABELS = {"latin-1", "iso8859-1", "ascii", "cp1252"}
+PRESCAN = 4096
 
 
-class _Extractor(HTMLParser):
+def decode_html(data: bytes) -> str:
+    """The page's text, decoded by its byte-order mark, declared charset, or UTF-8."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(encoding, "replace")
+    declared = _META_CHARSET.search(data[:PRESCAN])
+    if declared is not None:
+        try:
+            codec = codecs.lookup(declared.group(1).decode("ascii")).name
+        except LookupError:
+            codec = ""
+        if codec in _WINDOWS_1252_LABELS:
+            codec = "cp1252"
+        elif codec.startswith("utf-16"):  # a page read as bytes cannot be UTF-16 by <meta>
+            codec = "utf-8"
+        if codec:
+            return data.decode(codec, "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", "replace")
+
+
+@dataclass
+class _Table:
+    rows: list[str] = field(default_factory=list)
+    row: list[str] | None = None
+    cell: list[str] | None = None
+
+
+class _Extractor:
+    """Walks the parsed tree in document order (no recursion: any depth) into blocks."""
+
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.out = Assembler()
-        self.skip = 0
         self.buf: list[str] = []
         self.kind = "paragraph"
         self.level = 0
         self.pre = 0
-        self.row: list[str] | None = None
-        self.rows: list[str] = []
-        self.cell: list[str] | None = None
+        self.tables: list[_Table] = []
 
     def flush(self) -> None:
         raw = "".join(self.buf)
         self.buf = []
         text = raw.strip("\n") if self.pre else _SPACE.sub(" ", raw).strip()
         if text:
-            title = text if self.kind == "heading" else ""
-            self.out.add(self.kind, text, level=self.level, title=title)
+            self.out.add(
+                self.kind, text, level=self.level, title=text if self.kind == "heading" else ""
+            )
         self.kind, self.level = "paragraph", 0
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIP:
-            self.skip += 1
+    def text(self, data: str | None) -> None:
+        if not data:
             return
-        if self.skip:
-            return
+        table = self.tables[-1] if self.tables else None
+        if table is None:
+            self.buf.append(data)
+        elif table.cell is not None:
+            table.cell.append(data)
+        elif data.strip():  # loose text inside a table, outside any cell: a cell of its own
+            (table.row if table.row is not None else table.rows).append(
+                _SPACE.sub(" ", data).strip()
+            )
+
+    def emit_table(self, table: _Table) -> None:
+        self.out.add("table", "\n".join(table.rows))
+        table.rows = []
+
+    def start(self, tag: str) -> None:
+        table = self.tables[-1] if self.tables else None
         if tag == "table":
             self.flush()
-            self.rows = []
-        elif tag == "tr":
-            self.row = []
-        elif tag in ("td", "th"):
-            self.cell = []
+            if table is not None:
+                self.emit_table(_partial(table))
+            self.tables.append(_Table())
+        elif table is not None and tag == "tr":
+            table.row = []
+        elif table is not None and tag in ("td", "th"):
+            table.cell = []
         elif tag in _HEADINGS:
             self.flush()
             self.kind, self.level = "heading", _HEADINGS[tag]
         elif tag in _BLOCKS:
             self.flush()
             self.kind = _BLOCKS[tag]
-            if tag == "pre":
-                self.pre += 1
+            self.pre += tag == "pre"
         elif tag in _BREAKS:
             self.flush()
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIP:
-            self.skip = max(0, self.skip - 1)
-            return
-        if self.skip:
-            return
-        if tag in ("td", "th") and self.cell is not None and self.row is not None:
-            self.row.append(_SPACE.sub(" ", "".join(self.cell)).strip())
-            self.cell = None
-        elif tag == "tr" and self.row is not None:
-            if any(self.row):
-                self.rows.append(" | ".join(self.row))
-            self.row = None
-        elif tag == "table":
-            self.out.add("table", "\n".join(self.rows))
-            self.rows = []
+    def end(self, tag: str) -> None:
+        table = self.tables[-1] if self.tables else None
+        if table is not None and tag in ("td", "th") and table.cell is not None:
+            if table.row is None:
+                table.row = []
+            table.row.append(_SPACE.sub(" ", "".join(table.cell)).strip())
+            table.cell = None
+        elif table is not None and tag == "tr" and table.row is not None:
+            if any(table.row):
+                table.rows.append(" | ".join(table.row))
+            table.row = None
+        elif table is not None and tag == "table":
+            self.tables.pop()
+            _close_row(table)
+            self.emit_table(table)
         elif tag in _HEADINGS or tag in _BLOCKS or tag in _BREAKS:
             self.flush()
             if tag == "pre":
                 self.pre = max(0, self.pre - 1)
 
-    def handle_data(self, data: str) -> None:
-        if self.skip:
-            return
-        if self.cell is not None:
-            self.cell.append(data)
-        else:
-            self.buf.append(data)
+
+def _partial(table: _Table) -> _Table:
+    """The outer table's rows so far, with the row and cell in progress, as one block; the
+    table itself goes on with what comes after the nested table."""
+    done = _Table(list(table.rows))
+    cells = list(table.row or [])
+    if table.cell is not None:
+        cells.append(_SPACE.sub(" ", "".join(table.cell)).strip())
+        table.cell = []
+    if any(cells):
+        done.rows.append(" | ".join(c for c in cells if c))
+    table.rows = []
+    table.row = [] if table.row is not None else None
+    return done
+
+
+def _close_row(table: _Table) -> None:
+    if table.cell is not None:
+        if table.row is None:
+            table.row = []
+        table.row.append(_SPACE.sub(" ", "".join(table.cell)).strip())
+        table.cell = None
+    if table.row is not None and any(table.row):
+        table.rows.append(" | ".join(table.row))
+    table.row = None
+
+
+def _parse(text: str) -> Any:
+    try:
+        from lxml import etree
+        from lxml import html as lxml_html
+    except ImportError:
+        raise missing_extra("lxml", "") from None
+    parser = etree.HTMLParser(
+        encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True
+    )
+    try:
+        return lxml_html.document_fromstring(text.encode("utf-8"), parser=parser)
+    except etree.ParserError:  # an empty document
+        return None
 
 
 def load_html(data: bytes, source_uri: str) -> Document:
-    parser = _Extractor()
-    parser.feed(data.decode("utf-8", errors="replace"))
-    parser.close()
-    parser.flush()
-    return parser.out.document(source_uri, "html")
+    extractor = _Extractor()
+    root = _parse(decode_html(data))
+    if root is not None:
+        # (element, entering): on entering, its start and text, then its children; on leaving,
+        # its end, then its tail (text that follows it inside its parent).
+        stack: list[tuple[Any, bool]] = [(root, True)]
+        while stack:
+            element, entering = stack.pop()
+            tag = element.tag if isinstance(element.tag, str) else ""
+            if entering:
+                stack.append((element, False))
+                if tag in _SKIP:
+                    continue
+                extractor.start(tag)
+                extractor.text(element.text)
+                stack.extend((child, True) for child in reversed(element))
+            else:
+                if tag not in _SKIP:
+                    extractor.end(tag)
+                extractor.text(element.tail)
+    extractor.flush()
+    return extractor.out.document(source_uri, "html")

@@ -250,7 +250,7 @@ class Corpus(FileView):
             terms=ranked.query_tokens or text.split(),
         )
         elapsed = (time.perf_counter() - t0) * 1000
-        exact = chosen.mode == "vector"
+        exact = chosen.mode != "hybrid"  # vector and text score every chunk; fusion ranks
         return SearchResult(
             index_type,
             1.0 if exact else None,

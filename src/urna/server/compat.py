@@ -1,5 +1,5 @@
 """The compatible routes (KuraDB's search API): /api/search, /api/keyword, /api/semantic,
-/api/health, /api/list. Behaviour exactly as shared/seeds/kuradb-search-api.txt says."""
+/api/health, /api/list. Behaviour as README.md (HTTP API) describes the compatible contract."""
 
 from __future__ import annotations
 

@@ -1,0 +1,132 @@
+"""The tree reads as the architecture: imports point one way, modules stay small.
+
+Every import among ``src/urna`` modules counts, including those inside functions. Layers,
+lowest first: a module may import its own package or any lower layer, never a higher one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "urna"
+LAYERS = [
+    {"errors"},
+    {"format"},
+    {"index", "embed", "ingest"},
+    {"search"},
+    {"build"},
+    {"evaluate"},
+    {"server"},
+    {"cli"},  # `urna serve` starts the server; the server never imports the CLI
+    {"__init__", "__main__"},
+]
+MAX_MODULE_LINES = 400
+MAX_CLASS_LINES = 300
+MAX_FUNCTION_LINES = 100
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = ast.parse(path.read_text(), str(path))
+    return out
+
+
+def _imports(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    found = set()
+    package = name if name in known and _is_package(name) else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            # A module's own ancestors are already importing when it runs: not an edge.
+            if target and target.startswith("urna") and not _is_ancestor(target, name):
+                found.add(target)
+    return found
+
+
+def _is_ancestor(target: str, name: str) -> bool:
+    return target == name or name.startswith(target + ".")
+
+
+def _is_package(name: str) -> bool:
+    return (SRC.parent / Path(*name.split(".")) / "__init__.py").exists()
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    return next(i for i, layer in enumerate(LAYERS) if top in layer)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, tree, known) for name, tree in modules.items()}
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, cycles
+
+
+def test_imports_point_down() -> None:
+    upward = [
+        f"{a} -> {b}"
+        for a, targets in _graph().items()
+        for b in targets
+        if _layer(b) > _layer(a) and a.split(".")[:2] != b.split(".")[:2]
+    ]
+    assert not upward, upward
+
+
+def test_modules_classes_and_functions_stay_small() -> None:
+    big = []
+    for path in sorted(SRC.rglob("*.py")):
+        lines = path.read_text().count("\n")
+        if lines > MAX_MODULE_LINES:
+            big.append(f"{path.name}: {lines} lines")
+        for node in ast.walk(ast.parse(path.read_text())):
+            size = (
+                (node.end_lineno or node.lineno) - node.lineno + 1 if hasattr(node, "lineno") else 0
+            )
+            if isinstance(node, ast.ClassDef) and size > MAX_CLASS_LINES:
+                big.append(f"{path.name}: class {node.name} {size} lines")
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and size > MAX_FUNCTION_LINES
+            ):
+                big.append(f"{path.name}: {node.name}() {size} lines")
+    assert not big, big
+
+
+def test_the_check_sees_a_cycle() -> None:
+    """The cycle finder is not vacuous: the package root imports its submodules."""
+    assert "urna.search.corpus" in _graph()["urna"]

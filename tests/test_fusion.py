@@ -1,0 +1,132 @@
+"""Fusion reads its parameters from the file: the default, the text calibration, RRF's k."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import urna
+from tests.conftest import needs_models
+from tests.forge import put_together, take_apart
+from urna.search.fusion import FusionParams, confidence
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "docs"
+
+
+def _chunks() -> list[dict[str, object]]:
+    out = []
+    for path in sorted(QUICKSTART.rglob("*.md")):
+        data = path.read_bytes()
+        for start, block in _paragraphs(data):
+            out.append(
+                {
+                    "text": block.decode(),
+                    "source_uri": path.relative_to(QUICKSTART).as_posix(),
+                    "byte_start": start,
+                    "byte_end": start + len(block),
+                }
+            )
+    return out
+
+
+def _paragraphs(data: bytes) -> list[tuple[int, bytes]]:
+    out, pos = [], 0
+    for part in data.split(b"\n\n"):
+        if part.strip():
+            out.append((pos, part))
+        pos += len(part) + 2
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from urna.embed.registry import resolve
+
+    embedder = resolve("minilm")
+    chunks = _chunks()
+    vectors = embedder.embed([str(c["text"]) for c in chunks])
+    folder = tmp_path_factory.mktemp("fusion")
+    files = {}
+    for name, params in (
+        ("default", None),
+        ("sharp", FusionParams(text_calibration=2.5)),
+        ("rrf", FusionParams(default="rrf", rrf_k=5)),
+    ):
+        files[name] = folder / f"{name}.urna"
+        urna.build(
+            files[name],
+            chunks,
+            embeddings=vectors,
+            model=embedder.name,
+            model_hash=embedder.model_hash,
+            chunker_version="paragraphs/1",
+            bm25=True,
+            fusion=params,
+        )
+    return files
+
+
+@needs_models
+def test_hybrid_scores_use_the_recorded_parameters(built: dict[str, Path]) -> None:
+    query = "how is a citation checked against its source?"
+    for name, calibration in (("default", 10.0), ("sharp", 2.5)):
+        with urna.open(built[name]) as corpus:
+            assert corpus.manifest["fusion"]["text_calibration"] == calibration
+            result = corpus.search_text(query, k=5, mode="hybrid")
+            assert result.hits[0].score_type == "calibrated"
+            for hit in result.hits:
+                expected = (
+                    sum(confidence(m, r["score"], calibration) for m, r in hit.ranks.items()) / 2
+                )
+                assert hit.score == pytest.approx(expected, abs=1e-9)
+    with urna.open(built["rrf"]) as corpus:
+        result = corpus.search_text(query, k=5, mode="hybrid")
+        assert result.hits[0].score_type == "rrf"  # the file's recorded default
+        for hit in result.hits:
+            assert hit.score == pytest.approx(sum(1 / (5 + r["rank"]) for r in hit.ranks.values()))
+        asked = corpus.search_text(query, k=5, mode="hybrid", fusion="calibrated")
+        assert asked.hits[0].score_type == "calibrated"
+
+
+def _with_fusion(source: Path, target: Path, fusion: object) -> Path:
+    parts = take_apart(source.read_bytes())
+    manifest = json.loads(parts.manifest)
+    manifest["fusion"] = fusion
+    parts.manifest = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode()
+    target.write_bytes(put_together(parts))
+    return target
+
+
+@needs_models
+@pytest.mark.parametrize(
+    ("fusion", "fragment"),
+    [
+        ({"default": "average", "text_calibration": 10.0, "rrf_k": 60}, "fusion.default 'average'"),
+        ({"default": "calibrated", "text_calibration": -1, "rrf_k": 60}, "text_calibration"),
+        ({"default": "rrf", "text_calibration": 10.0, "rrf_k": "sixty"}, "rrf_k"),
+        ("calibrated", "fusion must be an object"),
+    ],
+)
+def test_an_unknown_recorded_fusion_is_refused(
+    built: dict[str, Path], tmp_path: Path, fusion: object, fragment: str
+) -> None:
+    forged = _with_fusion(built["default"], tmp_path / "forged.urna", fusion)
+    with pytest.raises(urna.FormatError, match="fusion") as caught:
+        urna.open(forged)
+    assert fragment in str(caught.value)
+
+
+def test_build_refuses_bad_fusion_parameters(tmp_path: Path) -> None:
+    with pytest.raises(urna.BuildError, match="rrf_k"):
+        urna.build(
+            tmp_path / "x.urna",
+            [{"text": "a", "source_uri": "a.txt", "byte_start": 0, "byte_end": 1}],
+            embeddings=[[1.0, 0.0]],
+            model="m",
+            model_hash="sha256:" + "0" * 64,
+            chunker_version="c/1",
+            bm25=True,
+            fusion=FusionParams(rrf_k=0),
+        )
