@@ -92,7 +92,7 @@ def vector_search(corpus: Corpus, text: str, k: int) -> list[tuple[str, float]]:
 
 
 def mode_search(
-    mode: str, fusion: str = "calibrated"
+    mode: str, fusion: str | None = None
 ) -> Callable[[Corpus, str, int], list[tuple[str, float]]]:
     def search(corpus: Corpus, text: str, k: int) -> list[tuple[str, float]]:
         result = corpus.search_text(text, k=min(k, corpus.n_chunks), mode=mode, fusion=fusion)

@@ -15,8 +15,10 @@ from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
 from urna.evaluate.metrics import percentile
 from urna.search.corpus import open_corpus
+from urna.search.fusion import FUSIONS
 
-RUNS = (("text", "-"), ("vector", "-"), ("hybrid", "calibrated"), ("hybrid", "rrf"))
+# (mode, fusion): every method alone, then hybrid under each fusion ("-": no fusion).
+RUNS = (("text", "-"), ("vector", "-"), *(("hybrid", f) for f in FUSIONS))
 
 
 @dataclass
@@ -80,7 +82,7 @@ def run_eval(
             if mode in ("text", "hybrid") and not corpus.has_text_index:
                 continue
             report(f"eval: {mode} {fusion} over {len(collection.queries)} queries")
-            search = mode_search(mode, "calibrated" if fusion == "-" else fusion)
+            search = mode_search(mode, None if fusion == "-" else fusion)
             scores = evaluate(corpus, collection, search, depth=100)
             lat = scores.latency_ms
             result.rows.append(
