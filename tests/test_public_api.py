@@ -10,6 +10,7 @@ EXPECTED = {
     "Chunk",
     "ChunkInput",
     "Citation",
+    "Collection",
     "CitationError",
     "Corpus",
     "FileError",

@@ -22,9 +22,10 @@ from urna.errors import (
 )
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
+from urna.search.collection import Collection
 from urna.search.corpus import Corpus
-from urna.search.corpus import open_corpus as open
 from urna.search.info import Section
+from urna.search.opening import open_path as open
 from urna.search.protocol import Searchable
 from urna.search.result import Hit, SearchResult
 
@@ -37,6 +38,7 @@ __all__ = [
     "ChunkInput",
     "Citation",
     "CitationError",
+    "Collection",
     "Corpus",
     "FileError",
     "FormatError",

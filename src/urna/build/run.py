@@ -6,9 +6,10 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -19,8 +20,9 @@ from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
+from urna.ingest.document import Document
 from urna.ingest.loaders import load
-from urna.build.discover import discover
+from urna.build.discover import Found, discover
 from urna.build.spec import BuildSpec, resolved
 
 Report = Callable[[str], None]
@@ -86,7 +88,7 @@ def embed_cached(
     embedder: Embedder,
     texts: list[str],
     *,
-    cache: EmbeddingCache | None,
+    cache: VectorSource | None,
     report: Report = _quiet,
     bar: bool = False,
 ) -> tuple[np.ndarray, int]:
@@ -137,16 +139,26 @@ def run_build(
         raise BuildError(f"output folder not found: {out.parent}")
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)
     summary.model = embedder.name
-    max_tokens = _window(spec, embedder)
+    max_tokens = window(spec, embedder)
     spans = _load_and_chunk(spec, embedder, max_tokens, summary, report, warn)
     if dry_run:
         summary.seconds = time.perf_counter() - t0
         return summary
     stage = time.perf_counter()
-    vectors, extra_spaces = _embed_all(spec, embedder, spans, summary, report, use_cache, bar)
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
+    try:
+        texts = [s.text for s in spans]
+        vectors, embedded, extra_spaces = embed_all(spec, embedder, texts, cache, report, bar)
+    finally:
+        if cache:
+            cache.close()
+    summary.embedded = embedded
+    summary.cached = len(spans) - embedded
     summary.timings["embed"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    result = _write(spec, embedder, spans, vectors, extra_spaces, max_tokens, summary, report)
+    result = write_spans(
+        spec, out, embedder, spans, vectors, extra_spaces, max_tokens, summary.files, report
+    )
     summary.timings["write+verify"] = time.perf_counter() - stage
     report(f"write: {out} ({result.size} bytes), verified")
     summary.size = result.size
@@ -156,7 +168,7 @@ def run_build(
     return summary
 
 
-def _window(spec: BuildSpec, embedder: Embedder) -> int:
+def window(spec: BuildSpec, embedder: Embedder) -> int:
     """The chunk size limit in model tokens, checked against the model's window."""
     max_tokens = spec.max_tokens or embedder.max_tokens
     if max_tokens < 8:
@@ -190,24 +202,10 @@ def _load_and_chunk(
     summary.timings["discover"] = time.perf_counter() - stage
     stage = time.perf_counter()
     spans: list[ChunkSpan] = []
-    for found in files:
-        try:
-            docs = load(found.path, found.source_uri)
-        except (UrnaError, ValueError, OSError) as exc:
-            reason = str(exc) or type(exc).__name__
-            warn(f"skipped {found.path}: {reason}")
-            summary.skipped.append((str(found.path), reason))
-            continue
-        except Exception as exc:  # a parser library's own error on a malformed file
-            reason = f"unreadable {found.kind} ({type(exc).__name__}: {exc})"
-            warn(f"skipped {found.path}: {reason}")
-            summary.skipped.append((str(found.path), reason))
-            continue
+    for _, docs in load_files(files, summary, warn):
         pieces = chunk_documents(
             docs, embedder.count_tokens, max_tokens=max_tokens, overlap_tokens=spec.overlap_tokens
         )
-        summary.files += 1
-        summary.documents += len(docs)
         for group in pieces:
             spans.extend(group)
     summary.chunks = len(spans)
@@ -221,54 +219,80 @@ def _load_and_chunk(
     return spans
 
 
-def _embed_all(
+def load_files(
+    files: list[Found], summary: BuildSummary | None, warn: Report
+) -> list[tuple[Found, list[Document]]]:
+    """Each readable file's documents; a file that cannot be read is reported and skipped."""
+    out = []
+    for found in files:
+        try:
+            docs = load(found.path, found.source_uri)
+        except (UrnaError, ValueError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+        except Exception as exc:  # a parser library's own error on a malformed file
+            reason = f"unreadable {found.kind} ({type(exc).__name__}: {exc})"
+        else:
+            out.append((found, docs))
+            if summary is not None:
+                summary.files += 1
+                summary.documents += len(docs)
+            continue
+        warn(f"skipped {found.path}: {reason}")
+        if summary is not None:
+            summary.skipped.append((str(found.path), reason))
+    return out
+
+
+class VectorSource(Protocol):
+    """Where known vectors come from: the embedding cache, or a collection's previous shards."""
+
+    def get_many(
+        self, model_hash: str, texts: Sequence[str], dim: int
+    ) -> list[np.ndarray | None]: ...
+
+    def put_many(self, model_hash: str, texts: Sequence[str], vectors: np.ndarray) -> None: ...
+
+
+def embed_all(
     spec: BuildSpec,
     embedder: Embedder,
-    spans: list[ChunkSpan],
-    summary: BuildSummary,
+    texts: list[str],
+    cache: VectorSource | None,
     report: Report,
-    use_cache: bool,
     bar: bool,
-) -> tuple[np.ndarray, list[dict[str, object]]]:
-    """The chunks' vectors, and one band per extra embedding space of the spec."""
-    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
-    texts = [s.text for s in spans]
+) -> tuple[np.ndarray, int, list[dict[str, object]]]:
+    """The chunks' vectors, how many were embedded now, and one band per extra space."""
+    vectors, embedded = embed_cached(embedder, texts, cache=cache, report=report, bar=bar)
     extra_spaces: list[dict[str, object]] = []
-    try:
-        vectors, embedded = embed_cached(embedder, texts, cache=cache, report=report, bar=bar)
-        for name, model in spec.spaces:
-            space_embedder = resolve(model)
-            report(f"space {name}: {space_embedder.name}")
-            band, _ = embed_cached(space_embedder, texts, cache=cache, report=report, bar=bar)
-            extra_spaces.append(
-                {
-                    "name": name,
-                    "model": space_embedder.name,
-                    "model_hash": space_embedder.model_hash,
-                    "embeddings": band,
-                }
-            )
-    finally:
-        if cache:
-            cache.close()
-    summary.embedded = embedded
-    summary.cached = len(spans) - embedded
-    return vectors, extra_spaces
+    for name, model in spec.spaces:
+        space_embedder = resolve(model)
+        report(f"space {name}: {space_embedder.name}")
+        band, _ = embed_cached(space_embedder, texts, cache=cache, report=report, bar=bar)
+        extra_spaces.append(
+            {
+                "name": name,
+                "model": space_embedder.name,
+                "model_hash": space_embedder.model_hash,
+                "embeddings": band,
+            }
+        )
+    return vectors, embedded, extra_spaces
 
 
-def _write(
+def write_spans(
     spec: BuildSpec,
+    out: Path,
     embedder: Embedder,
     spans: list[ChunkSpan],
     vectors: np.ndarray,
     extra_spaces: list[dict[str, object]],
     max_tokens: int,
-    summary: BuildSummary,
+    files: int,
     report: Report,
 ) -> BuildResult:
-    out = spec.output
+    """Write chunks and their vectors as one .urna file at ``out``, as the spec says."""
     root = Path(os.path.relpath(spec.base.resolve(), out.resolve().parent)).as_posix()
-    provenance = {"builder": f"urna {__version__}", "files": summary.files, "source_root": root}
+    provenance = {"builder": f"urna {__version__}", "files": files, "source_root": root}
     chunks = [
         {
             "text": s.text,

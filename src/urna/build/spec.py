@@ -4,6 +4,7 @@
 [output]
 path = "out/notes.urna"      # relative to this file's folder
 dtype = "float32"            # float32 | float16 | int8
+shards = 4                   # optional: a collection folder of 4 shard files
 compress = false             # zstd on the non-embedding sections
 title = "My notes"
 
@@ -71,6 +72,7 @@ class BuildSpec:
     bm25: bool | None = None  # None: as the preset says
     rerank_copy: bool = False
     spaces: tuple[tuple[str, str], ...] = ()  # (space name, model name): extra embedding spaces
+    shards: int | None = None  # a collection of this many shards (output is then a folder)
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,6 +127,22 @@ def resolved(spec: BuildSpec) -> tuple[str, bool, bool]:
     return (spec.dtype or dtype, bm25 if spec.bm25 is None else spec.bm25, ann)
 
 
+def _spaces(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    spaces = []
+    raw_spaces = doc.get("spaces", [])
+    if not isinstance(raw_spaces, list):
+        raise BuildError("spec: spaces must be an array of tables ([[spaces]])")
+    for i, entry in enumerate(raw_spaces):
+        if not isinstance(entry, dict) or sorted(entry) != ["model", "name"]:
+            raise BuildError(f"spec: spaces[{i}] needs exactly a name and a model")
+        if not all(isinstance(entry[k], str) and entry[k] for k in ("name", "model")):
+            raise BuildError(f"spec: spaces[{i}] name and model must be non-empty strings")
+        spaces.append((entry["name"], entry["model"]))
+    if len({name for name, _ in spaces}) != len(spaces):
+        raise BuildError("spec: space names must be unique")
+    return spaces
+
+
 def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     try:
         raw = path.read_bytes()
@@ -142,7 +160,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     if unknown:
         raise BuildError(f"spec: unknown table [{unknown[0]}]")
     base = path.resolve().parent
-    out = _table(doc, "output", ("path", "dtype", "compress", "title"))
+    out = _table(doc, "output", ("path", "dtype", "compress", "title", "shards"))
     model = _table(doc, "model", ("name", "path"))
     chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
     metadata = _table(doc, "metadata", METADATA_KEYS)
@@ -167,24 +185,16 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
                 _globs(entry.get("exclude"), f"sources[{i}].exclude"),
             )
         )
-    spaces = []
-    raw_spaces = doc.get("spaces", [])
-    if not isinstance(raw_spaces, list):
-        raise BuildError("spec: spaces must be an array of tables ([[spaces]])")
-    for i, entry in enumerate(raw_spaces):
-        if not isinstance(entry, dict) or sorted(entry) != ["model", "name"]:
-            raise BuildError(f"spec: spaces[{i}] needs exactly a name and a model")
-        if not all(isinstance(entry[k], str) and entry[k] for k in ("name", "model")):
-            raise BuildError(f"spec: spaces[{i}] name and model must be non-empty strings")
-        spaces.append((entry["name"], entry["model"]))
-    if len({name for name, _ in spaces}) != len(spaces):
-        raise BuildError("spec: space names must be unique")
+    spaces = _spaces(doc)
     out_path = _typed(out, "path", str, "output")
     if output is None and not out_path:
         raise BuildError("spec: output.path is required (or pass -o)")
     dtype = _typed(out, "dtype", str, "output")
     if dtype is not None and dtype not in DTYPES:
         raise BuildError(f"spec: output.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    shards = _typed(out, "shards", int, "output")
+    if shards is not None and shards < 1:
+        raise BuildError(f"spec: output.shards must be >= 1, got {shards}")
     max_tokens = _typed(chunking, "max_tokens", int, "chunking")
     overlap = _typed(chunking, "overlap_tokens", int, "chunking") or 0
     title = _typed(out, "title", str, "output")
@@ -213,6 +223,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
         spaces=tuple(spaces),
         metadata=meta,
+        shards=shards,
     )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from urna.build.collection import build_collection
+from urna.build.ray_build import ray_runner
 from urna.build.run import run_build
 from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.write import DTYPES, build
@@ -77,6 +79,26 @@ SPEC_OPTIONS = (
     help="Keep a float32 copy of quantized vectors to rerank with.",
 )
 @click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (preset decides).")
+@click.option(
+    "--shards",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Write a collection: a folder of this many shard files and a catalog (-o names it).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --shards: build shards in this many local processes.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS|local",
+    help="With --shards: build one shard per task on a Ray cluster (or a local one).",
+)
 @click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
 @click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
 @click.option(
@@ -89,6 +111,9 @@ def build_cmd(
     output: Path | None,
     from_jsonl: str | None,
     title: str | None,
+    shards: int | None,
+    jobs: int,
+    ray_address: str | None,
     dry_run: bool,
     rebuild: bool,
     progress: bool | None,
@@ -115,9 +140,28 @@ def build_cmd(
     if title:
         spec.metadata["title"] = title
     show = sys.stderr.isatty() if progress is None else progress
+    report = (lambda m: click.echo(m, err=True)) if show else (lambda m: None)
+    shards = shards or spec.shards
+    if shards is None and (jobs > 1 or ray_address):
+        raise click.UsageError("--jobs and --ray build collections: add --shards N")
+    if shards is not None:
+        if dry_run:
+            raise click.UsageError("--dry-run builds single files only")
+        runner = ray_runner(ray_address, spec, report) if ray_address else None
+        built = build_collection(
+            spec,
+            shards=shards,
+            jobs=jobs,
+            runner=runner,
+            report=report,
+            warn=lambda m: click.echo(f"warning: {m}", err=True),
+            rebuild=rebuild,
+        )
+        out(render.collection_summary(built))
+        return
     summary = run_build(
         spec,
-        report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
+        report=report,
         warn=lambda m: click.echo(f"warning: {m}", err=True),
         dry_run=dry_run,
         use_cache=not rebuild,

@@ -19,7 +19,10 @@ from urna.cli.common import file_argument, open_corpus, out
 def stats(file: str) -> None:
     """Manifest fields, sections, file_hash and content_hash."""
     with urna.open(file) as corpus:
-        out(render.stats(corpus))
+        if isinstance(corpus, urna.Collection):
+            out(render.collection_stats(corpus))
+        else:
+            out(render.stats(corpus))
 
 
 @click.command()
@@ -44,6 +47,8 @@ def inspect(file: str, as_json: bool) -> None:
     with urna.open(file) as corpus:
         if as_json:
             out(json.dumps(corpus.info(), ensure_ascii=False, indent=2))
+        elif isinstance(corpus, urna.Collection):
+            out(render.collection_inspect(corpus))
         else:
             out(render.inspect(corpus))
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from urna.search.chunks import Chunk
+from urna.search.collection import Collection
 from urna.search.corpus import Corpus
 from urna.search.protocol import Searchable
 from urna.search.result import SearchResult
@@ -223,4 +224,67 @@ def benchmark(report: Any) -> str:
             f"{p.path:<8} {p.queries:>8} {p.p50_ms:>9.3f} {p.p95_ms:>9.3f} "
             f"{p.p99_ms:>9.3f} {p.mean_ms:>9.3f}"
         )
+    return "\n".join(lines)
+
+
+def collection_lines(collection: Collection) -> list[str]:
+    c = collection.catalog
+    lines = [
+        kv("collection", collection.path),
+        kv("version", collection.version),
+        kv("model", c.model),
+        kv("model_hash", c.model_hash),
+        kv("dim", c.dim),
+        kv("chunks", c.n_chunks),
+        kv("chunker", c.chunker_version),
+        kv("tokenizer", c.tokenizer_version or "none (no BM25)"),
+        kv("partition", f"sha256(source_uri) into {c.n_buckets} buckets"),
+        kv("shards", len(c.shards)),
+    ]
+    for e in c.shards:
+        where = f"buckets {e.buckets[0]}-{e.buckets[1]}"
+        if e.file is None:
+            lines.append(f"  [{e.index}] (empty) {where}")
+        else:
+            lines.append(
+                f"  [{e.index}] {e.file} {e.n_chunks} chunks {e.sources} sources {where} "
+                f"content_hash={e.content_hash}"
+            )
+    if c.superseded:
+        lines.append(kv("superseded", len(c.superseded)))
+    return lines
+
+
+def collection_stats(collection: Collection) -> str:
+    return "\n".join(collection_lines(collection))
+
+
+def collection_inspect(collection: Collection) -> str:
+    lines = collection_lines(collection)
+    for shard in collection.shards:
+        lines += ["", inspect(shard)]
+    return "\n".join(lines)
+
+
+def collection_summary(summary: Any) -> str:
+    lines = [
+        kv("wrote", summary.output),
+        kv("files", summary.files),
+        kv("documents", summary.documents),
+        kv("chunks", summary.chunks),
+        kv("model", summary.model),
+        kv("shards", f"{summary.shards} ({len(summary.rebuilt)} built, {len(summary.kept)} kept)"),
+    ]
+    for r in summary.rebuilt:
+        lines.append(
+            f"  built [{r.index}] {r.file}: {r.n_chunks} chunks, {r.embedded} embedded, "
+            f"{r.reused} reused, {r.seconds:.1f} s"
+        )
+    lines += [
+        kv("embedded", summary.embedded),
+        kv("reused", summary.cached),
+        kv("size", f"{summary.size} bytes"),
+        kv("time", f"{summary.seconds:.3f} s"),
+        kv("version", summary.version),
+    ]
     return "\n".join(lines)

@@ -88,7 +88,8 @@ class TransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise missing_extra("sentence-transformers") from None
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        threads = os.environ.get("URNA_TORCH_THREADS", "")  # set per worker by parallel builds
+        torch.set_num_threads(int(threads) if threads.isdigit() else max(1, os.cpu_count() or 1))
         try:
             return SentenceTransformer(str(self._folder or self._source), device="cpu")
         except Exception as exc:  # a broken folder or an unreachable hub name

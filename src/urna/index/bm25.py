@@ -150,6 +150,7 @@ class BM25Index:
                 raise _bad("doc ids within a term must be strictly increasing")
         self._vocab = StringTable(payload, starts, lengths)
         self._ids = self._read_vocabulary()
+        self.term_index = self._ids
         self.indptr = indptr
         self.n_docs = int(n_docs)
         self.k1, self.b, self.avgdl = float(k1), float(b), float(avgdl)
@@ -191,11 +192,89 @@ class BM25Index:
         ordinals) restricts them to those chunks."""
         tokens = tokenize(text)
         scores = self.scores(tokens)
-        pool = scores if allowed is None else scores[allowed]
-        matched = int(np.count_nonzero(pool))
-        best = top_k(pool, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
-        idx = best if allowed is None else allowed[best]
+        idx = positive_top(scores, k, allowed)
         return TextHits(idx, scores[idx], tokens)
+
+
+def positive_top(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Ordinals of the k best scores above 0 (among ``allowed``), ties in file order."""
+    pool = scores if allowed is None else scores[allowed]
+    matched = int(np.count_nonzero(pool))
+    best = top_k(pool, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
+    return best if allowed is None else allowed[best]
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """What BM25 needs to score with statistics of a whole collection: the number of
+    documents, their total length, and each query term's document frequency."""
+
+    n_docs: int
+    total_length: int
+    df: dict[str, int]
+
+    @staticmethod
+    def combine(parts: Sequence[TermStats]) -> TermStats:
+        df: dict[str, int] = {}
+        for part in parts:
+            for term, count in part.df.items():
+                df[term] = df.get(term, 0) + count
+        return TermStats(sum(p.n_docs for p in parts), sum(p.total_length for p in parts), df)
+
+
+def _exact_param(stored: float, build_value: float) -> float:
+    """The build's own float64 parameter when the stored float32 is its rounding."""
+    return build_value if float(np.float32(build_value)) == stored else stored
+
+
+class GlobalScorer:
+    """BM25 over one index with another document set's statistics (a collection's).
+
+    The stored weights used this index's own idf and average length; each posting's term
+    frequency is recovered from its weight (tf = norm * w / (idf - w), rounded: exact for
+    the term counts of a chunk), then weighed again with the global idf and average length,
+    in float64 and rounded to float32 as the build does. So a collection's shards score
+    exactly as one file holding all their chunks would.
+    """
+
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+        self.k1 = _exact_param(index.k1, K1)
+        self.b = _exact_param(index.b, B)
+        self.lengths = index.doc_len.astype(np.float64)
+        self.total_length = int(index.doc_len.sum(dtype=np.int64))
+        self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
+
+    def stats(self, tokens: Sequence[str]) -> TermStats:
+        ids = self.index.term_index
+        df = {}
+        for token in dict.fromkeys(tokens):
+            i = ids.get(token)
+            if i is not None:
+                df[token] = int(self.index.indptr[i + 1] - self.index.indptr[i])
+        return TermStats(self.index.n_docs, self.total_length, df)
+
+    def scores(self, tokens: Sequence[str], stats: TermStats) -> np.ndarray:
+        index, n = self.index, self.index.n_docs
+        out = np.zeros(n, dtype=np.float32)
+        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
+        for token in dict.fromkeys(tokens):
+            i = index.term_index.get(token)
+            if i is None:
+                continue
+            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+            docs = index.doc_ids[start:end]
+            dl = self.lengths[docs]
+            df_local = end - start
+            idf_local = math.log(1 + (n - df_local + 0.5) / (df_local + 0.5))
+            norm_local = self.k1 * (1 - self.b + self.b * dl / (self.avgdl or 1.0))
+            ratio = index.weights[start:end].astype(np.float64) / idf_local
+            tf = np.rint(norm_local * ratio / (1 - ratio))
+            df = stats.df.get(token, df_local)
+            idf = math.log(1 + (stats.n_docs - df + 0.5) / (df + 0.5))
+            norm = self.k1 * (1 - self.b + self.b * dl / (avgdl_g or 1.0))
+            out[docs] += (idf * tf / (tf + norm)).astype(np.float32)
+        return out
 
 
 def load_bm25(container: Container) -> BM25Index | None:

@@ -31,8 +31,8 @@ from urna.search.fusion import FusionParams
 from urna.search.hits import HitMaker
 from urna.search.info import FileView
 from urna.search.query import check_k, check_positive, prepare
-from urna.search.result import FUSED_NOTE, RERANK_NOTE, SearchResult
-from urna.search.text import Route, rank, route
+from urna.search.result import RERANK_NOTE, Hit, SearchResult
+from urna.search.textquery import Candidates, text_query
 
 RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
 Vector = Sequence[float] | np.ndarray
@@ -187,17 +187,50 @@ class Corpus(FileView):
         check_gate(found, self.manifest)
         return found
 
-    def _route(
-        self, mode: str, embedder: Embedder | None, model_path: str | os.PathLike[str] | None
-    ) -> Route:
-        def gated() -> Embedder:
-            if embedder is None:
-                return self.embedder(model_path=model_path)
-            check_gate(embedder, self.manifest)
-            return embedder
+    def candidates(self, source: str | None, section: str | None) -> Candidates:
+        """Each method's best candidates among the chunks the filters keep."""
+        allowed = self._allowed(source, section)
+        bm25 = self._bm25
+        return Candidates(
+            vector_top=lambda q, depth: self.candidates_vector(q, depth, allowed),
+            text_top=(lambda t, depth: bm25.search(t, depth, allowed)) if bm25 else None,
+            n_searched=self._searched(allowed),
+        )
 
-        explicit = embedder is not None or model_path is not None
-        return route(mode, has_bm25=self._bm25 is not None, embedder=gated, explicit=explicit)
+    def make_hits(
+        self,
+        idx: np.ndarray,
+        scores: np.ndarray,
+        *,
+        index_type: str,
+        score_type: str = "cosine",
+        ranks: Sequence[dict[str, dict[str, float]]] | None = None,
+        terms: Sequence[str] | None = None,
+        reranked: bool = False,
+        precision: str = "",
+    ) -> list[Hit]:
+        """Hits for ranked ordinals of this file (with their citations and snippets)."""
+        return self._hits(
+            idx,
+            scores,
+            index_type=index_type,
+            reranked=reranked,
+            score_type=score_type,
+            ranks=ranks,
+            terms=terms,
+            precision=precision,
+        )
+
+    def candidates_vector(
+        self, q: np.ndarray, depth: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top ``depth`` for a prepared query, among ``allowed``."""
+        matrix = self._c.matrix
+        return exact_top_k(matrix, q, min(depth, matrix.n), allowed)
+
+    def filtered(self, source: str | None, section: str | None) -> np.ndarray | None:
+        """Sorted ordinals the filters keep (None: no filter, every chunk)."""
+        return self._allowed(source, section)
 
     def search_text(
         self,
@@ -219,49 +252,17 @@ class Corpus(FileView):
         ``calibrated`` or ``rrf`` (default: the file's recorded choice). ``source`` and
         ``section`` filter before ranking.
         """
-        k = check_k(k)
-        if not isinstance(text, str) or not text.strip():
-            raise QueryError("empty query")
-        fusion = self.fusion.choose(fusion)
-        allowed = self._allowed(source, section)
-        chosen = self._route(mode, embedder, model_path)
-        if chosen.embedder is not None:
-            chosen.embedder.load()  # query_time covers embedding the query, not loading the model
-        t0 = time.perf_counter()
-        ranked = rank(
+        return text_query(
+            self,
             text,
             k,
-            route=chosen,
-            matrix=self._c.matrix,
-            bm25=self._bm25,
+            mode=mode,
             fusion=fusion,
-            params=self.fusion,
             candidates=candidates,
-            allowed=allowed,
-        )
-        index_type = "exact" if chosen.mode == "vector" else chosen.mode
-        hits = self._hits(
-            ranked.ordinals,
-            ranked.scores,
-            index_type=index_type,
-            reranked=False,
-            score_type=ranked.score_type,
-            ranks=ranked.ranks,
-            terms=ranked.query_tokens or text.split(),
-        )
-        elapsed = (time.perf_counter() - t0) * 1000
-        exact = chosen.mode != "hybrid"  # vector and text score every chunk; fusion ranks
-        return SearchResult(
-            index_type,
-            1.0 if exact else None,
-            k,
-            self._searched(allowed),
-            elapsed,
-            hits,
-            mode=chosen.mode,
-            candidates=ranked.candidates,
-            note=chosen.note,
-            recall_note=None if exact else FUSED_NOTE,
+            embedder=embedder,
+            model_path=model_path,
+            source=source,
+            section=section,
         )
 
     # --- citations -----------------------------------------------------------

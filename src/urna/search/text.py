@@ -10,9 +10,7 @@ import numpy as np
 
 from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
-from urna.format.embeddings import Matrix
-from urna.index.bm25 import BM25Index
-from urna.index.exact import exact_top_k
+from urna.index.bm25 import TextHits
 from urna.search.fusion import FusionParams, fuse
 from urna.search.query import prepare
 
@@ -72,41 +70,46 @@ def _method_ranks(name: str, scores: np.ndarray) -> list[dict[str, dict[str, flo
     return [{name: {"rank": r, "score": float(s)}} for r, s in enumerate(scores.tolist(), 1)]
 
 
+VectorTop = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+TextTop = Callable[[str, int], TextHits]
+
+
 def rank(
     text: str,
     k: int,
     *,
     route: Route,
-    matrix: Matrix,
-    bm25: BM25Index | None,
+    dim: int,
+    vector_top: VectorTop,
+    text_top: TextTop | None,
     fusion: str,
     params: FusionParams,
     candidates: int | None = None,
-    allowed: np.ndarray | None = None,
 ) -> Ranked:
-    """The k best chunks for ``text`` by the route's methods, among ``allowed`` when given."""
+    """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
+    ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
+    whatever they search: one file, a filtered part of it, or every shard of a collection."""
     if candidates is not None and (isinstance(candidates, bool) or candidates <= 0):
         raise QueryError(f"invalid candidates: {candidates}")
     vector = None
     if route.embedder is not None:
-        q = prepare(route.embedder.embed([text])[0], matrix.dim)
-        depth = k if route.mode == "vector" else candidates or default_candidates(k)
-        vector = exact_top_k(matrix, q, min(depth, matrix.n), allowed)
+        q = prepare(route.embedder.embed([text])[0], dim)
+        vector = vector_top(q, k if route.mode == "vector" else candidates or default_candidates(k))
     if route.mode == "vector":
         assert vector is not None
         idx, scores = vector
         ranks = _method_ranks("vector", scores)
         return Ranked("vector", "cosine", idx, scores, ranks, candidates={"vector": len(idx)})
-    assert bm25 is not None
+    assert text_top is not None
     if route.mode == "text":
-        hits = bm25.search(text, k, allowed)
+        hits = text_top(text, k)
         ranks = _method_ranks("text", hits.scores)
         return Ranked(
             "text", "bm25", hits.ordinals, hits.scores, ranks, hits.query_tokens,
             {"text": len(hits.ordinals)},
         )  # fmt: skip
     assert vector is not None
-    hits = bm25.search(text, candidates or default_candidates(k), allowed)
+    hits = text_top(text, candidates or default_candidates(k))
     fused = fuse(
         {"vector": vector, "text": (hits.ordinals, hits.scores)}, fusion=fusion, params=params
     )[:k]

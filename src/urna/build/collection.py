@@ -1,0 +1,280 @@
+"""Build a collection: plan the shards, build those whose sources changed, write the catalog.
+
+Planning reads every source once (cheap next to embedding) to learn which shard each one
+belongs to and a digest of each shard's sources and build recipe. A shard whose digest
+equals the previous catalog's keeps its file, byte for byte; the others are built by
+``build/shard.py`` in this process, in ``jobs`` local processes, or on Ray. New shard files
+get new names, the catalog is replaced last (atomically), and only then are the files it no
+longer names removed: a reader always sees a whole collection, old or new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from urna import __version__
+from urna.build.discover import Found, discover
+from urna.build.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
+from urna.build.run import BuildSummary, Report, chunker_version, load_files
+from urna.build.run import window as model_window
+from urna.build.shard import ShardReport, ShardTask, build_shard
+from urna.build.spec import BuildSpec, resolved
+from urna.embed.base import Embedder
+from urna.embed.registry import resolve
+from urna.errors import BuildError, UrnaError
+from urna.format.atomic import atomic_writer
+from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
+from urna.index.tokenize import TOKENIZER_VERSION
+
+MAX_SHARDS = 1024
+Runner = Callable[[list[ShardTask]], list[ShardReport]]
+
+
+@dataclass
+class CollectionSummary(BuildSummary):
+    shards: int = 0
+    rebuilt: list[ShardReport] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What each shard holds: its sources' digest, its files, its source count."""
+
+    recipe: str
+    digests: list[str]
+    files: list[list[Found]]
+    sources: list[int]
+
+
+def _digest(parts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def recipe(spec: BuildSpec, model_hash: str, chunker: str, out: Path) -> str:
+    """Everything besides the sources that decides a shard's bytes."""
+    dtype, bm25, ann = resolved(spec)
+    root = Path(os.path.relpath(spec.base.resolve(), out.resolve())).as_posix()
+    options = {
+        "urna": __version__,
+        "model": spec.model,
+        "model_hash": model_hash,
+        "chunker": chunker,
+        "dtype": dtype,
+        "bm25": bm25,
+        "ann": ann,
+        "rerank_copy": spec.rerank_copy,
+        "compress": spec.compress,
+        "metadata": spec.metadata,
+        "spaces": spec.spaces,
+        "source_root": root,
+    }
+    return _digest([json.dumps(options, sort_keys=True, default=str)])
+
+
+def plan(
+    spec: BuildSpec, n_shards: int, recipe_hash: str, summary: BuildSummary, warn: Report
+) -> Plan:
+    files, skipped = discover(spec.sources, spec.base)
+    for path, reason in skipped:
+        warn(f"skipped {path}: {reason}")
+    summary.skipped = [(str(p), r) for p, r in skipped]
+    entries: list[list[str]] = [[] for _ in range(n_shards)]
+    holders: list[dict[str, Found]] = [{} for _ in range(n_shards)]
+    for found, docs in load_files(files, summary, warn):
+        for doc in docs:
+            s = shard_of(bucket_of(doc.source_uri), n_shards)
+            fingerprint = hashlib.sha256(doc.data).hexdigest()
+            entries[s].append(f"{doc.source_uri}\t{doc.kind}\t{fingerprint}")
+            holders[s][found.source_uri] = found
+    return Plan(
+        recipe=recipe_hash,
+        digests=[_digest([recipe_hash, *sorted(e)]) for e in entries],
+        files=[sorted(h.values(), key=lambda f: f.source_uri) for h in holders],
+        sources=[len(e) for e in entries],
+    )
+
+
+def _previous(folder: Path, rebuild: bool) -> tuple[Catalog | None, str]:
+    if rebuild or not is_collection(folder):
+        return None, ""
+    try:
+        catalog, raw = read_catalog(folder)
+    except UrnaError:
+        return None, ""  # a damaged catalog is rebuilt from scratch
+    return catalog, Catalog.version_of(raw)
+
+
+def build_collection(
+    spec: BuildSpec,
+    *,
+    shards: int,
+    jobs: int = 1,
+    runner: Runner | None = None,
+    report: Report = lambda _: None,
+    warn: Report = lambda _: None,
+    rebuild: bool = False,
+) -> CollectionSummary:
+    """Write (or update) the collection folder ``spec.output`` with ``shards`` shards."""
+    t0 = time.perf_counter()
+    folder = spec.output
+    if not 1 <= shards <= MAX_SHARDS:
+        raise BuildError(f"shards must be in [1, {MAX_SHARDS}], got {shards}")
+    if folder.exists() and not folder.is_dir():
+        raise BuildError(f"output {folder} is a file; a collection is a folder")
+    if not folder.parent.exists():
+        raise BuildError(f"output folder not found: {folder.parent}")
+    folder.mkdir(exist_ok=True)
+    embedder = resolve(spec.model, model_path=spec.model_path)
+    max_tokens = model_window(spec, embedder)
+    chunker = chunker_version(max_tokens, spec.overlap_tokens)
+    summary = CollectionSummary(output=folder, model=embedder.name, shards=shards)
+    the_plan = plan(spec, shards, recipe(spec, embedder.model_hash, chunker, folder), summary, warn)
+    if not any(the_plan.sources):
+        raise BuildError("nothing usable to build: no source holds any text")
+    report(f"plan: {sum(the_plan.sources)} sources in {shards} shards")
+    old, old_version = _previous(folder, rebuild)
+    same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
+    tasks, kept = _tasks(spec, folder, the_plan, old if same_layout else None, max_tokens)
+    if old is not None and not same_layout:  # every old shard may lend its vectors
+        pool = tuple(folder / e.file for e in old.shards if e.file)
+        tasks = [replace(t, previous=pool) for t in tasks]
+    report(f"build: {len(tasks)} shards to build, {len(kept)} unchanged")
+    reports = (runner or _local_runner(jobs))(tasks) if tasks else []
+    catalog = _catalog(spec, embedder, chunker, the_plan, old, old_version, reports, kept)
+    _publish(folder, catalog, old)
+    summary.rebuilt = sorted(reports, key=lambda r: r.index)
+    summary.kept = [e.file or "" for e in kept]
+    summary.chunks = catalog.n_chunks
+    summary.embedded = sum(r.embedded for r in reports)
+    summary.cached = sum(r.reused for r in reports)
+    summary.version = catalog.version
+    summary.size = sum((folder / e.file).stat().st_size for e in catalog.shards if e.file)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _tasks(
+    spec: BuildSpec, folder: Path, the_plan: Plan, old: Catalog | None, max_tokens: int
+) -> tuple[list[ShardTask], list[ShardEntry]]:
+    tasks, kept = [], []
+    ranges = bucket_ranges(len(the_plan.digests))
+    for i, digest in enumerate(the_plan.digests):
+        before = old.shards[i] if old is not None else None
+        if before is not None and before.sources_digest == digest:
+            if before.file is None or (folder / before.file).is_file():
+                kept.append(before)
+                continue
+        if not the_plan.sources[i]:
+            continue  # an empty shard: no file
+        previous = (folder / before.file,) if before is not None and before.file else ()
+        name = f"shard-{i:04d}-{digest.removeprefix('sha256:')[:12]}.urna"
+        tasks.append(
+            ShardTask(
+                index=i,
+                output=folder / name,
+                files=tuple(the_plan.files[i]),
+                buckets=ranges[i],
+                n_buckets=N_BUCKETS,
+                spec=spec,
+                max_tokens=max_tokens,
+                previous=previous,
+            )
+        )
+    return tasks, kept
+
+
+def _local_runner(jobs: int) -> Runner:
+    def run(tasks: list[ShardTask]) -> list[ShardReport]:
+        if jobs <= 1 or len(tasks) <= 1:
+            return [build_shard(t) for t in tasks]
+        workers = min(jobs, len(tasks))
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                                 initargs=(threads,)) as pool:  # fmt: skip
+            return list(pool.map(build_shard, tasks))
+
+    return run
+
+
+def _worker_init(threads: str) -> None:
+    os.environ["URNA_TORCH_THREADS"] = threads
+
+
+def _catalog(
+    spec: BuildSpec,
+    embedder: Embedder,
+    chunker: str,
+    the_plan: Plan,
+    old: Catalog | None,
+    old_version: str,
+    reports: list[ShardReport],
+    kept: list[ShardEntry],
+) -> Catalog:
+    built = {r.index: r for r in reports}
+    kept_at = {e.index: e for e in kept}
+    ranges = bucket_ranges(len(the_plan.digests))
+    entries = []
+    for i, digest in enumerate(the_plan.digests):
+        if i in kept_at:
+            entries.append(kept_at[i])
+            continue
+        r = built.get(i)
+        entries.append(
+            ShardEntry(
+                index=i,
+                file=r.file if r else None,
+                buckets=ranges[i],
+                n_chunks=r.n_chunks if r else 0,
+                content_hash=r.content_hash if r else None,
+                file_hash=r.file_hash if r else None,
+                sources=r.sources if r else 0,
+                sources_digest=digest,
+                bm25_total_length=r.bm25_total_length if r else None,
+            )
+        )
+    current = {e.content_hash for e in entries if e.content_hash}
+    superseded = list(old.superseded) if old is not None else []
+    if old is not None:
+        superseded += [
+            (e.content_hash, old_version)
+            for e in old.shards
+            if e.content_hash and e.content_hash not in current
+        ]
+    _, bm25, _ = resolved(spec)
+    return Catalog(
+        model=embedder.name,
+        model_hash=embedder.model_hash,
+        dim=embedder.dim,
+        chunker_version=chunker,
+        tokenizer_version=TOKENIZER_VERSION if bm25 else None,
+        recipe=the_plan.recipe,
+        n_buckets=N_BUCKETS,
+        shards=tuple(entries),
+        superseded=tuple(dict.fromkeys(superseded)),
+    )
+
+
+def _publish(folder: Path, catalog: Catalog, old: Catalog | None) -> None:
+    """Replace the catalog (last, atomically), then remove shard files it no longer names."""
+    with atomic_writer(folder / CATALOG) as handle:
+        handle.write(catalog.encode())
+    named = {e.file for e in catalog.shards if e.file}
+    for path in folder.glob("shard-*.urna"):
+        if path.name not in named:
+            with contextlib.suppress(OSError):
+                path.unlink()

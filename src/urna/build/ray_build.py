@@ -1,0 +1,70 @@
+"""Building shards on Ray (the extra ``urna[ray]``): one shard per task, on actors that load
+the model once each. Tasks carry file paths and return the catalog's facts of a shard, never
+vectors, so the folders (sources and output) must be visible at the same path on every node
+(one machine, or a shared filesystem)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from urna.build.run import Report
+from urna.build.shard import ShardReport, ShardTask, build_shard
+from urna.build.spec import BuildSpec
+from urna.errors import BuildError, missing_extra
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise missing_extra("ray", "ray") from None
+    return ray
+
+
+class ShardBuilder:
+    """A Ray actor: the model, loaded once, and any number of shards built with it."""
+
+    def __init__(self, model: str, model_path: str | None) -> None:
+        from urna.embed.registry import resolve
+
+        os.environ.setdefault("URNA_TORCH_THREADS", "1")
+        self.embedder = resolve(model, model_path=model_path)
+        self.embedder.load()
+
+    def build(self, task: ShardTask) -> ShardReport:
+        return build_shard(task, self.embedder)
+
+
+def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
+    """A runner for ``build_collection`` that builds each shard as one task on Ray.
+    ``address``: ``local`` starts a Ray instance in this process's machine; anything else
+    is the address of a running cluster (``ray start --head`` prints it)."""
+
+    def run(tasks: list[ShardTask]) -> list[ShardReport]:
+        ray = _ray()
+        started = not ray.is_initialized()
+        if started:
+            if address == "local":
+                ray.init(include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            count = max(1, min(len(tasks), cpus))
+            actor = ray.remote(num_cpus=1)(ShardBuilder)
+            model_path = str(spec.model_path) if spec.model_path else None
+            actors = [actor.remote(spec.model, model_path) for _ in range(count)]
+            report(f"ray: {len(tasks)} shards on {count} actors ({cpus} CPUs in the cluster)")
+            pool = ray.util.ActorPool(actors)
+            results = list(pool.map_unordered(lambda a, t: a.build.remote(t), tasks))
+        except Exception as exc:
+            if isinstance(exc, BuildError):
+                raise
+            raise BuildError(f"ray build failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            if started:
+                ray.shutdown()
+        return sorted(results, key=lambda r: r.index)
+
+    return run

@@ -1,0 +1,353 @@
+"""A collection: many ordinary .urna files (shards) and a catalog, answering as one file.
+
+Every search asks each shard and merges: exact vectors by score; BM25 in two rounds (each
+shard reports its document count, total length and the query terms' document frequencies,
+then every shard scores with the collection's statistics, as Elasticsearch's
+dfs_query_then_fetch does); hybrid merges each method, then fuses; HNSW and the chunk graph
+per shard, reranked exactly, merged. Ordinals are global (shard after shard, in catalog
+order), so ties break as in one file holding the same chunks in that order. A hit's
+citation names its shard's content_hash; the collection resolves it through the catalog.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.embed.base import Embedder
+from urna.embed.gate import check_gate
+from urna.embed.registry import resolve
+from urna.errors import CitationError, FormatError
+from urna.format.audit import AuditReport
+from urna.format.catalog import Catalog
+from urna.index.bm25 import GlobalScorer, TermStats, TextHits, positive_top
+from urna.index.tokenize import tokenize
+from urna.search.chunks import Chunk
+from urna.search.cite import Citation, parse_citation
+from urna.search.corpus import Corpus, Vector
+from urna.search.fusion import FusionParams
+from urna.search.merge import merge_hits, merge_top
+from urna.search.query import check_k, prepare
+from urna.search.result import Hit, SearchResult
+from urna.search.textquery import Candidates, text_query
+
+
+class Collection:
+    """A collection folder opened for reading. Create it with :func:`urna.open`."""
+
+    def __init__(
+        self, folder: Path, catalog: Catalog, version: str, shards: Sequence[Corpus]
+    ) -> None:
+        self._folder = folder
+        self.catalog = catalog
+        self.version = version
+        self.shards = list(shards)
+        self._offsets = np.cumsum([0] + [s.n_chunks for s in self.shards])
+        self._by_hash = {s.content_hash: i for i, s in enumerate(self.shards)}
+        self._scorers: list[GlobalScorer] | None = None
+        first = self.shards[0]
+        self.manifest: dict[str, Any] = first.manifest
+        self.fusion: FusionParams = first.fusion
+
+    # --- what it is ----------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._folder
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self._offsets[-1])
+
+    @property
+    def dim(self) -> int:
+        return self.catalog.dim
+
+    @property
+    def model(self) -> str:
+        return self.catalog.model
+
+    @property
+    def model_hash(self) -> str:
+        return self.catalog.model_hash
+
+    @property
+    def file_hash(self) -> str:
+        """A collection's identity is its version: the SHA-256 of its catalog."""
+        return self.version
+
+    @property
+    def content_hash(self) -> str:
+        return self.version
+
+    @property
+    def index_type(self) -> str:
+        return self.shards[0].index_type
+
+    @property
+    def has_text_index(self) -> bool:
+        return all(s.has_text_index for s in self.shards)
+
+    @property
+    def has_ann_index(self) -> bool:
+        return all(s.has_ann_index for s in self.shards)
+
+    @property
+    def has_graph_index(self) -> bool:
+        return all(s.has_graph_index for s in self.shards)
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        if not 0 <= i < self.n_chunks:
+            raise IndexError(f"chunk ordinal {i} out of range [0, {self.n_chunks})")
+        s = int(np.searchsorted(self._offsets, i, side="right")) - 1
+        return s, i - int(self._offsets[s])
+
+    def chunk(self, i: int) -> Chunk:
+        s, local = self._locate(i)
+        return replace(self.shards[s].chunk(local), ordinal=i)
+
+    def embedding(self, i: int) -> np.ndarray:
+        s, local = self._locate(i)
+        return self.shards[s].embedding(local)
+
+    # --- search --------------------------------------------------------------
+
+    def _offset(self, s: int) -> int:
+        return int(self._offsets[s])
+
+    def search(
+        self, query: Vector, k: int = 10, *, source: str | None = None, section: str | None = None
+    ) -> SearchResult:
+        """Exact cosine over every shard (or the chunks the filters keep), merged."""
+        t0 = time.perf_counter()
+        k = check_k(k)
+        q = prepare(query, self.dim)
+        where = self.candidates(source, section)
+        idx, scores = where.vector_top(q, k)
+        hits = self.make_hits(idx, scores, index_type="exact")
+        elapsed = (time.perf_counter() - t0) * 1000
+        return SearchResult("exact", 1.0, k, where.n_searched, elapsed, hits)
+
+    def _merged(self, run: str, k: int, **kwargs: Any) -> SearchResult:
+        """Each shard's own search (``run`` names the Corpus method), merged."""
+        k = check_k(k)
+        results = [getattr(shard, run)(k=k, **kwargs) for shard in self.shards]
+        hits = merge_hits([(self._offset(s), r.hits) for s, r in enumerate(results)], k)
+        first = results[0]
+        total = sum(r.query_time_ms for r in results)
+        searched = sum(r.n_searched for r in results)
+        return replace(first, hits=hits, n_searched=searched, query_time_ms=total)
+
+    def search_ann(
+        self,
+        query: Vector,
+        k: int = 10,
+        *,
+        ef: int = 100,
+        source: str | None = None,
+        section: str | None = None,
+    ) -> SearchResult:
+        """Each shard's HNSW candidates, reranked exactly there, merged."""
+        return self._merged("search_ann", k, query=query, ef=ef, source=source, section=section)
+
+    def search_graph(
+        self,
+        query: Vector,
+        k: int = 10,
+        *,
+        hops: int = 1,
+        ef: int = 100,
+        source: str | None = None,
+        section: str | None = None,
+    ) -> SearchResult:
+        return self._merged(
+            "search_graph", k, query=query, hops=hops, ef=ef, source=source, section=section
+        )
+
+    def search_space(
+        self,
+        query: Vector,
+        space: str,
+        k: int = 10,
+        *,
+        expect_model_hash: str | None = None,
+        source: str | None = None,
+        section: str | None = None,
+    ) -> SearchResult:
+        return self._merged(
+            "search_space",
+            k,
+            query=query,
+            space=space,
+            expect_model_hash=expect_model_hash,
+            source=source,
+            section=section,
+        )
+
+    def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+        found = resolve(self.model, model_path=model_path)
+        check_gate(found, self.manifest)
+        return found
+
+    def _global_scorers(self) -> list[GlobalScorer]:
+        if self._scorers is None:
+            self._scorers = [GlobalScorer(s.bm25) for s in self.shards if s.bm25 is not None]
+        return self._scorers
+
+    def candidates(self, source: str | None, section: str | None) -> Candidates:
+        """Each method's best candidates over every shard, merged (ordinals are global)."""
+        allowed = [s.filtered(source, section) for s in self.shards]
+        shards = list(zip(self.shards, allowed, self._offsets[:-1].tolist(), strict=True))
+
+        def vector_top(q: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            parts = []
+            for shard, keep, offset in shards:
+                idx, scores = shard.candidates_vector(q, depth, keep)
+                parts.append((idx + offset, scores))
+            return merge_top(parts, depth)
+
+        def text_top(text: str, depth: int) -> TextHits:
+            tokens = tokenize(text)
+            scorers = self._global_scorers()
+            stats = TermStats.combine([sc.stats(tokens) for sc in scorers])  # round 1
+            parts = []
+            for (_, keep, offset), scorer in zip(shards, scorers, strict=True):  # round 2
+                scores = scorer.scores(tokens, stats)
+                idx = positive_top(scores, depth, keep)
+                parts.append((idx + offset, scores[idx]))
+            idx, scores = merge_top(parts, depth)
+            return TextHits(idx, scores, tokens)
+
+        searched = sum(
+            s.n_chunks if a is None else len(a) for s, a in zip(self.shards, allowed, strict=True)
+        )
+        return Candidates(vector_top, text_top if self.has_text_index else None, searched)
+
+    def make_hits(
+        self,
+        idx: np.ndarray,
+        scores: np.ndarray,
+        *,
+        index_type: str,
+        score_type: str = "cosine",
+        ranks: Sequence[dict[str, dict[str, float]]] | None = None,
+        terms: Sequence[str] | None = None,
+        reranked: bool = False,
+        precision: str = "",
+    ) -> list[Hit]:
+        hits = []
+        for j, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True)):
+            s, local = self._locate(i)
+            (hit,) = self.shards[s].make_hits(
+                np.array([local]),
+                np.array([score]),
+                index_type=index_type,
+                score_type=score_type,
+                ranks=[ranks[j]] if ranks is not None else None,
+                terms=terms,
+                reranked=reranked,
+                precision=precision,
+            )
+            hits.append(replace(hit, rank=j + 1, ordinal=i))
+        return hits
+
+    def search_text(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        mode: str = "auto",
+        fusion: str | None = None,
+        candidates: int | None = None,
+        embedder: Embedder | None = None,
+        model_path: str | os.PathLike[str] | None = None,
+        source: str | None = None,
+        section: str | None = None,
+    ) -> SearchResult:
+        """As :meth:`Corpus.search_text`, over every shard, with collection-wide BM25."""
+        return text_query(
+            self,
+            text,
+            k,
+            mode=mode,
+            fusion=fusion,
+            candidates=candidates,
+            embedder=embedder,
+            model_path=model_path,
+            source=source,
+            section=section,
+        )
+
+    # --- citations and the whole picture -----------------------------------------
+
+    def cite(self, citation: str | Citation) -> Chunk:
+        """Resolve a citation through the catalog: its content_hash names one shard."""
+        cit = parse_citation(citation) if isinstance(citation, str) else citation
+        s = self._by_hash.get(cit.content_hash)
+        if s is None:
+            held = dict(self.catalog.superseded).get(cit.content_hash)
+            if held is not None:
+                raise CitationError(
+                    f"superseded shard: the citation names shard {cit.content_hash} of "
+                    f"collection version {held}; this collection is now version {self.version}"
+                )
+            raise CitationError(
+                f"content_hash mismatch: the citation names {cit.content_hash}, which is no "
+                f"shard of this collection (version {self.version})"
+            )
+        chunk = self.shards[s].cite(cit)
+        return replace(chunk, ordinal=self._offset(s) + chunk.ordinal)
+
+    def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
+        s, local = self._locate(chunk.ordinal)
+        return self.shards[s].verify_source(replace(chunk, ordinal=local), root)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "collection_version": self.version,
+            "catalog": self.catalog.to_json(),
+            "shards": [s.info() for s in self.shards],
+        }
+
+    def validate(self) -> AuditReport:
+        """Every shard's audit (ids recomputed, vectors walked), and the catalog's hashes."""
+        sections = 0
+        for shard, entry in zip(self.shards, _files(self.catalog), strict=True):
+            report = shard.validate()
+            sections += report.n_sections
+            if report.content_hash != entry.content_hash:
+                raise _mismatch(entry.file or "", "content_hash", entry.content_hash, report)
+        return AuditReport(self.n_chunks, sections, self.version, self.version)
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
+
+    def __enter__(self) -> Collection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<urna.Collection {self.path} shards={len(self.shards)} chunks={self.n_chunks}>"
+
+
+def _files(catalog: Catalog) -> list[Any]:
+    return [e for e in catalog.shards if e.file is not None]
+
+
+def _mismatch(file: str, what: str, expected: str | None, report: AuditReport) -> FormatError:
+    found = report.content_hash if what == "content_hash" else report.file_hash
+    return FormatError(
+        f"shard {file} has {what} {found}, the catalog says {expected}",
+        check=19,
+        section="catalog.json",
+    )

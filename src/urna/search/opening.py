@@ -1,0 +1,79 @@
+"""``urna.open``: a path to a .urna file opens a ``Corpus``; a folder holding a catalog.json
+opens a ``Collection``. Both are checked the same way and answer the same methods."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from urna.errors import FileError, FormatError
+from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
+from urna.format.reader import Verify
+from urna.search.collection import Collection
+from urna.search.corpus import Corpus, open_corpus
+
+
+def open_path(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus | Collection:
+    """Open and check a .urna file, or a collection folder (every shard, and the catalog).
+
+    ``verify="full"`` (default) runs every check of the format, hashes included (for a
+    collection: each shard's file_hash and content_hash against the catalog);
+    ``verify="trusted"`` runs the structural checks only, for a caller that fully
+    verified the same files before.
+    """
+    target = Path(path)
+    if target.is_dir():
+        if is_collection(target):
+            return open_collection(target, verify=verify)
+        raise FileError(f"not a file: {target} is a directory (and not a collection)")
+    return open_corpus(target, verify=verify)
+
+
+def _bad(message: str) -> FormatError:
+    return FormatError(message, check=19, section=CATALOG)
+
+
+def open_collection(folder: Path, *, verify: Verify = "full") -> Collection:
+    catalog, raw = read_catalog(folder)
+    version = Catalog.version_of(raw)
+    shards: list[Corpus] = []
+    try:
+        for entry in catalog.shards:
+            if entry.file is None:
+                continue
+            path = folder / entry.file
+            if not path.is_file():
+                raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
+            shard = open_corpus(path, verify=verify)
+            shards.append(shard)
+            _check_shard(catalog, entry, shard, hashes=verify == "full")
+        first = shards[0]
+        for shard in shards[1:]:
+            if shard.fusion != first.fusion:
+                raise _bad(f"shard {shard.path.name} records another fusion than the first")
+    except BaseException:
+        for shard in shards:
+            shard.close()
+        raise
+    return Collection(folder, catalog, version, shards)
+
+
+def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: bool) -> None:
+    name = entry.file
+    checks: tuple[tuple[str, object, object], ...] = (
+        ("n_chunks", shard.n_chunks, entry.n_chunks),
+        ("embedding_model", shard.model, catalog.model),
+        ("model_hash", shard.model_hash, catalog.model_hash),
+        ("embedding_dim", shard.dim, catalog.dim),
+        ("chunker_version", shard.manifest["chunker_version"], catalog.chunker_version),
+    )
+    for what, found, expected in checks:
+        if found != expected:
+            raise _bad(f"shard {name} has {what} {found}, the catalog says {expected}")
+    if hashes:
+        for what, found, expected in (
+            ("file_hash", shard.file_hash, entry.file_hash),
+            ("content_hash", shard.content_hash, entry.content_hash),
+        ):
+            if found != expected:
+                raise _bad(f"shard {name} has {what} {found}, the catalog says {expected}")
