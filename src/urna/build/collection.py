@@ -174,10 +174,10 @@ def _tasks(
     ranges = bucket_ranges(len(the_plan.digests))
     for i, digest in enumerate(the_plan.digests):
         before = old.shards[i] if old is not None else None
-        if before is not None and before.sources_digest == digest:
-            if before.file is None or (folder / before.file).is_file():
-                kept.append(before)
-                continue
+        present = before is not None and (before.file is None or (folder / before.file).is_file())
+        if before is not None and present and before.sources_digest == digest:
+            kept.append(before)
+            continue
         if not the_plan.sources[i]:
             continue  # an empty shard: no file
         previous = (folder / before.file,) if before is not None and before.file else ()

@@ -180,5 +180,3 @@ def unit_matrix(rows: list[Any], embeddings: Any, n: int, dim: int | None) -> np
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         out[start : start + len(block)] = block / norms[:, None]
     return out
-
-

@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from urna.build.spec import Source
 from urna.errors import BuildError
 from urna.ingest.loaders import kind_of
-from urna.build.spec import Source
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from typing import Protocol
 import numpy as np
 
 from urna import __version__
+from urna.build.discover import Found, discover
+from urna.build.spec import BuildSpec, resolved
 from urna.build.write import BuildResult, build
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
@@ -22,8 +24,6 @@ from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.document import Document
 from urna.ingest.loaders import load
-from urna.build.discover import Found, discover
-from urna.build.spec import BuildSpec, resolved
 
 Report = Callable[[str], None]
 log = logging.getLogger(__name__)

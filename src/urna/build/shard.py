@@ -64,7 +64,9 @@ class PreviousShards:
                 shard = open_corpus(path, verify="trusted")
             except Exception:  # an unreadable earlier shard is only a missed reuse
                 continue
-            usable = shard.model_hash == model_hash and shard.dim == dim and shard.dtype == "float32"
+            usable = (
+                shard.model_hash == model_hash and shard.dim == dim and shard.dtype == "float32"
+            )
             if not usable:
                 shard.close()
                 continue
@@ -118,7 +120,9 @@ def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardRepor
     previous = PreviousShards(task.previous, embedder.model_hash, embedder.dim)
     try:
         texts = [s.text for s in spans]
-        vectors, embedded, spaces = embed_all(spec, embedder, texts, previous, lambda _: None, False)
+        vectors, embedded, spaces = embed_all(
+            spec, embedder, texts, previous, lambda _: None, False
+        )
     finally:
         previous.close()
     result = write_spans(

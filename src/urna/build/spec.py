@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from urna.embed.registry import DEFAULT_MODEL
 from urna.build.write import DTYPES
+from urna.embed.registry import DEFAULT_MODEL
 from urna.errors import BuildError
 
 METADATA_KEYS = ("title", "description", "version", "license", "authors")

@@ -264,9 +264,7 @@ def _space_sections(spaces: Sequence[Mapping[str, Any]], n: int) -> dict[int, by
     return out
 
 
-def _encode(
-    stored: dict[int, bytes], dtype: str, compression: str | None
-) -> list[SectionPayload]:
+def _encode(stored: dict[int, bytes], dtype: str, compression: str | None) -> list[SectionPayload]:
     sections = []
     for sid, data in stored.items():
         if sid == SectionId.EMBEDDINGS:

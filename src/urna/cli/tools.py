@@ -25,6 +25,12 @@ from urna.evaluate.run import run_eval
 )
 @click.option("--rebuild", is_flag=True, help="Build the corpus file even if it exists.")
 @click.option("--split", default="test", show_default=True, help="Query split: test, train...")
+@click.option(
+    "--shards",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Build (or reuse) the corpus as a collection of this many shards.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--progress/--quiet", default=None, help="Stage lines on stderr.")
 def eval_cmd(
@@ -33,6 +39,7 @@ def eval_cmd(
     output: Path | None,
     rebuild: bool,
     split: str,
+    shards: int | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -44,6 +51,7 @@ def eval_cmd(
         output=output,
         rebuild=rebuild,
         split=split,
+        shards=shards,
         report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
     )
     out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from urna.build.collection import build_collection
 from urna.build.run import Report, run_build
 from urna.build.spec import BuildSpec, Source
 from urna.embed.base import cache_dir
@@ -14,8 +15,8 @@ from urna.embed.registry import canonical, resolve
 from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
 from urna.evaluate.metrics import percentile
-from urna.search.corpus import open_corpus
 from urna.search.fusion import FUSIONS
+from urna.search.opening import open_path
 
 # (mode, fusion): every method alone, then hybrid under each fusion ("-": no fusion).
 RUNS = (("text", "-"), ("vector", "-"), *(("hybrid", f) for f in FUSIONS))
@@ -47,9 +48,10 @@ class EvalReport:
         return asdict(self)
 
 
-def default_output(folder: Path, model: str) -> Path:
+def default_output(folder: Path, model: str, shards: int | None = None) -> Path:
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", canonical(model)).strip("-")
-    return cache_dir() / "eval" / f"{folder.resolve().name}-{slug}.urna"
+    name = f"{folder.resolve().name}-{slug}"
+    return cache_dir() / "eval" / (f"{name}-{shards}shards" if shards else f"{name}.urna")
 
 
 def run_eval(
@@ -61,11 +63,14 @@ def run_eval(
     split: str = "test",
     runs: tuple[tuple[str, str], ...] = RUNS,
     report: Report = lambda _: None,
+    shards: int | None = None,
 ) -> EvalReport:
+    """Build (or reuse) the collection's corpus as one file, or as a collection of ``shards``
+    shards, then score every mode on the split's judged queries."""
     collection = load_collection(folder, split=split)
     if not collection.queries:
         raise BuildError(f"{folder}: no judged queries in the {split} split")
-    out = output or default_output(folder, model)
+    out = output or default_output(folder, model, shards)
     out.parent.mkdir(parents=True, exist_ok=True)
     built = False
     if rebuild or not out.exists():
@@ -74,9 +79,12 @@ def run_eval(
         spec = BuildSpec(
             sources=(Source(folder / "corpus.jsonl"),), output=out, base=folder, model=embedder.name
         )
-        run_build(spec, report=report, embedder=embedder)
+        if shards:
+            build_collection(spec, shards=shards, report=report, rebuild=rebuild)
+        else:
+            run_build(spec, report=report, embedder=embedder)
         built = True
-    with open_corpus(out) as corpus:
+    with open_path(out) as corpus:
         result = EvalReport(folder.name, str(out), corpus.model, corpus.n_chunks, built)
         for mode, fusion in runs:
             if mode in ("text", "hybrid") and not corpus.has_text_index:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from urna.errors import FileError, UrnaError
-from urna.search.corpus import open_corpus
+from urna.format.catalog import is_collection
+from urna.search.opening import open_path
 from urna.search.protocol import Searchable
 
 
@@ -32,18 +33,26 @@ class Databases:
 
 
 def discover(paths: list[Path]) -> dict[str, Path]:
+    """Name -> path: a .urna file by its stem, a collection folder by its name, and in any
+    other folder every .urna file and every collection folder it holds."""
     found: dict[str, Path] = {}
     for path in paths:
-        if path.is_dir():
-            files = sorted(path.glob("*.urna"))
+        if is_collection(path):
+            files = [path]
+        elif path.is_dir():
+            files = sorted(
+                p
+                for p in path.iterdir()
+                if (p.suffix == ".urna" and p.is_file()) or is_collection(p)
+            )
             if not files:
-                raise FileError(f"no .urna files in {path}")
+                raise FileError(f"no .urna files or collections in {path}")
         elif path.is_file():
             files = [path]
         else:
             raise FileError(f"file not found: {path}")
         for file in files:
-            name = file.stem
+            name = file.stem if file.is_file() else file.name
             if name in found:
                 raise UrnaError(f"two databases are named {name!r}: {found[name]} and {file}")
             found[name] = file
@@ -54,5 +63,5 @@ def load(paths: list[Path]) -> Databases:
     """Open every file with the full check; any failure stops the server before it starts."""
     dbs = Databases()
     for name, path in discover(paths).items():
-        dbs.corpora[name] = open_corpus(path)
+        dbs.corpora[name] = open_path(path)
     return dbs
