@@ -140,7 +140,11 @@ def test_bm25_statistics_are_global(collection: Path) -> None:
         query = "bm25 cosine calibration fusion"
         merged = col.search_text(query, k=5, mode="text")
         local = sorted(
-            (h.score for s in col.shards for h in s.search_text(query, k=5, mode="text").hits),
+            (
+                h.score
+                for s in col.shards
+                for h in s.corpus.search_text(query, k=5, mode="text").hits
+            ),
             reverse=True,
         )[:5]
         assert [h.score for h in merged.hits] != pytest.approx(local, abs=1e-6)

@@ -40,6 +40,15 @@ class FormatError(UrnaError):
         self.section = section
         super().__init__(f"{message} (check {check}, {section})")
 
+    def __reduce__(self) -> tuple[object, ...]:  # crosses process boundaries (parallel builds)
+        return _rebuild_format_error, (type(self), self.reason, self.check, self.section)
+
+
+def _rebuild_format_error(
+    kind: type[FormatError], reason: str, check: int, section: str
+) -> FormatError:
+    return kind(reason, check=check, section=section)
+
 
 class IntegrityError(FormatError):
     """A checksum or hash stored in the file does not match its bytes."""

@@ -108,6 +108,16 @@ def plan(
     )
 
 
+def absolute(spec: BuildSpec) -> BuildSpec:
+    return replace(
+        spec,
+        output=spec.output.resolve(),
+        base=spec.base.resolve(),
+        model_path=spec.model_path.resolve() if spec.model_path else None,
+        sources=tuple(replace(s, path=s.path.resolve()) for s in spec.sources),
+    )
+
+
 def _previous(folder: Path, rebuild: bool) -> tuple[Catalog | None, str]:
     if rebuild or not is_collection(folder):
         return None, ""
@@ -138,6 +148,8 @@ def build_collection(
     if not folder.parent.exists():
         raise BuildError(f"output folder not found: {folder.parent}")
     folder.mkdir(exist_ok=True)
+    spec = absolute(spec)  # workers (processes, Ray actors) may run in other folders
+    folder = spec.output
     embedder = resolve(spec.model, model_path=spec.model_path)
     max_tokens = model_window(spec, embedder)
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
@@ -201,18 +213,11 @@ def _local_runner(jobs: int) -> Runner:
     def run(tasks: list[ShardTask]) -> list[ShardReport]:
         if jobs <= 1 or len(tasks) <= 1:
             return [build_shard(t) for t in tasks]
-        workers = min(jobs, len(tasks))
-        threads = str(max(1, (os.cpu_count() or 1) // workers))
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
-                                 initargs=(threads,)) as pool:  # fmt: skip
+        context = multiprocessing.get_context("spawn")  # no torch state crosses a fork
+        with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
             return list(pool.map(build_shard, tasks))
 
     return run
-
-
-def _worker_init(threads: str) -> None:
-    os.environ["URNA_TORCH_THREADS"] = threads
 
 
 def _catalog(

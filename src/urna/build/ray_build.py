@@ -11,7 +11,8 @@ from typing import Any
 from urna.build.run import Report
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec
-from urna.errors import BuildError, missing_extra
+from urna.embed.base import THREADS_VARIABLE
+from urna.errors import BuildError, UrnaError, missing_extra
 
 
 def _ray() -> Any:
@@ -28,7 +29,7 @@ class ShardBuilder:
     def __init__(self, model: str, model_path: str | None) -> None:
         from urna.embed.registry import resolve
 
-        os.environ.setdefault("URNA_TORCH_THREADS", "1")
+        os.environ[THREADS_VARIABLE] = "1"  # as build_shard embeds: one thread per shard
         self.embedder = resolve(model, model_path=model_path)
         self.embedder.load()
 
@@ -59,7 +60,10 @@ def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
             pool = ray.util.ActorPool(actors)
             results = list(pool.map_unordered(lambda a, t: a.build.remote(t), tasks))
         except Exception as exc:
-            if isinstance(exc, BuildError):
+            cause = getattr(exc, "cause", None)  # a RayTaskError carries the task's own error
+            if isinstance(cause, UrnaError):
+                raise cause from None
+            if isinstance(exc, UrnaError):
                 raise
             raise BuildError(f"ray build failed: {type(exc).__name__}: {exc}") from None
         finally:

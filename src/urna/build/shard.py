@@ -9,8 +9,11 @@ process or Ray actor built it.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from urna.build.discover import Found
 from urna.build.partition import bucket_of
 from urna.build.run import embed_all, load_files, write_spans
 from urna.build.spec import BuildSpec
-from urna.embed.base import Embedder
+from urna.embed.base import THREADS_VARIABLE, Embedder
 from urna.embed.registry import resolve
 from urna.errors import BuildError
 from urna.ingest.chunker import ChunkSpan, chunk_documents
@@ -109,8 +112,37 @@ def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], i
     return [s for group in pieces for s in group], len(docs), files
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Embed on exactly one thread: the kernels a model runs split their sums differently
+    with another thread count (measured here: 1 against 2 threads changed the last bits of
+    small batches), so a shard is embedded the same way on every worker. Parallelism comes
+    from building shards side by side (--jobs, Ray actors)."""
+    saved = os.environ.get(THREADS_VARIABLE)
+    os.environ[THREADS_VARIABLE] = "1"
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(THREADS_VARIABLE, None)
+        else:
+            os.environ[THREADS_VARIABLE] = saved
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(before or max(1, os.cpu_count() or 1))
+
+
 def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardReport:
     """Load, chunk, embed and write one shard; returns what the catalog records of it."""
+    with one_thread():
+        return _build_shard(task, embedder)
+
+
+def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
     t0 = time.perf_counter()
     spec = task.spec
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)

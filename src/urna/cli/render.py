@@ -11,6 +11,7 @@ from urna.search.collection import Collection
 from urna.search.corpus import Corpus
 from urna.search.protocol import Searchable
 from urna.search.result import SearchResult
+from urna.search.shard import LocalShard
 
 KEY_WIDTH = 14
 
@@ -262,7 +263,8 @@ def collection_stats(collection: Collection) -> str:
 def collection_inspect(collection: Collection) -> str:
     lines = collection_lines(collection)
     for shard in collection.shards:
-        lines += ["", inspect(shard)]
+        if isinstance(shard, LocalShard):
+            lines += ["", inspect(shard.corpus)]
     return "\n".join(lines)
 
 

@@ -106,8 +106,24 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
     default=None,
     help="Bearer token required on every route but health (or URNA_TOKEN); mandatory off loopback.",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS|local",
+    help="Serve one collection on Ray Serve: a deployment per shard and an HTTP ingress.",
+)
+@click.option(
+    "--place",
+    "places",
+    multiple=True,
+    metavar="INDEX=RESOURCE",
+    help="With --ray: run shard INDEX on a node started with that custom resource.",
+)
 def serve(
     paths: tuple[Path, ...],
+    ray_address: str | None,
+    places: tuple[str, ...],
     watches: tuple[str, ...],
     data: Path | None,
     model: str,
@@ -130,6 +146,8 @@ def serve(
         model=model,
         max_rps=max_rps,
         interval=interval,
+        ray=ray_address,
+        places=list(places),
     )
 
 

@@ -9,6 +9,8 @@ from typing import Protocol
 
 import numpy as np
 
+THREADS_VARIABLE = "URNA_TORCH_THREADS"  # the thread count a model runs on, when set
+
 
 class Embedder(Protocol):
     """What the build and the text-query verbs need from a model."""

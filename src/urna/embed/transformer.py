@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import quiet_hub_logging, unit_rows
+from urna.embed.base import THREADS_VARIABLE, quiet_hub_logging, unit_rows
 from urna.embed.hub import hub_snapshot
 from urna.embed.model_hash import model_hash
 from urna.errors import ModelError, missing_extra
@@ -88,7 +88,7 @@ class TransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise missing_extra("sentence-transformers") from None
-        threads = os.environ.get("URNA_TORCH_THREADS", "")  # set per worker by parallel builds
+        threads = os.environ.get(THREADS_VARIABLE, "")  # set by collection builds
         torch.set_num_threads(int(threads) if threads.isdigit() else max(1, os.cpu_count() or 1))
         try:
             return SentenceTransformer(str(self._folder or self._source), device="cpu")

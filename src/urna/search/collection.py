@@ -26,15 +26,16 @@ from urna.embed.registry import resolve
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog
-from urna.index.bm25 import GlobalScorer, TermStats, TextHits, positive_top
+from urna.index.bm25 import TermStats, TextHits
 from urna.index.tokenize import tokenize
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
-from urna.search.corpus import Corpus, Vector
+from urna.search.corpus import Vector
 from urna.search.fusion import FusionParams
 from urna.search.merge import merge_hits, merge_top
 from urna.search.query import check_k, prepare
 from urna.search.result import Hit, SearchResult
+from urna.search.shard import Shard
 from urna.search.textquery import Candidates, text_query
 
 
@@ -42,16 +43,15 @@ class Collection:
     """A collection folder opened for reading. Create it with :func:`urna.open`."""
 
     def __init__(
-        self, folder: Path, catalog: Catalog, version: str, shards: Sequence[Corpus]
+        self, folder: Path, catalog: Catalog, version: str, shards: Sequence[Shard]
     ) -> None:
         self._folder = folder
         self.catalog = catalog
         self.version = version
         self.shards = list(shards)
-        self._offsets = np.cumsum([0] + [s.n_chunks for s in self.shards])
-        self._by_hash = {s.content_hash: i for i, s in enumerate(self.shards)}
-        self._scorers: list[GlobalScorer] | None = None
-        first = self.shards[0]
+        self._offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
+        self._by_hash = {s.facts.content_hash: i for i, s in enumerate(self.shards)}
+        first = self.shards[0].facts
         self.manifest: dict[str, Any] = first.manifest
         self.fusion: FusionParams = first.fusion
 
@@ -88,19 +88,19 @@ class Collection:
 
     @property
     def index_type(self) -> str:
-        return self.shards[0].index_type
+        return self.shards[0].facts.index_type
 
     @property
     def has_text_index(self) -> bool:
-        return all(s.has_text_index for s in self.shards)
+        return all(s.facts.has_text_index for s in self.shards)
 
     @property
     def has_ann_index(self) -> bool:
-        return all(s.has_ann_index for s in self.shards)
+        return all(s.facts.has_ann_index for s in self.shards)
 
     @property
     def has_graph_index(self) -> bool:
-        return all(s.has_graph_index for s in self.shards)
+        return all(s.facts.has_graph_index for s in self.shards)
 
     def _locate(self, i: int) -> tuple[int, int]:
         if not 0 <= i < self.n_chunks:
@@ -137,7 +137,7 @@ class Collection:
     def _merged(self, run: str, k: int, **kwargs: Any) -> SearchResult:
         """Each shard's own search (``run`` names the Corpus method), merged."""
         k = check_k(k)
-        results = [getattr(shard, run)(k=k, **kwargs) for shard in self.shards]
+        results = [shard.search(run, k=k, **kwargs) for shard in self.shards]
         hits = merge_hits([(self._offset(s), r.hits) for s, r in enumerate(results)], k)
         first = results[0]
         total = sum(r.query_time_ms for r in results)
@@ -195,38 +195,28 @@ class Collection:
         check_gate(found, self.manifest)
         return found
 
-    def _global_scorers(self) -> list[GlobalScorer]:
-        if self._scorers is None:
-            self._scorers = [GlobalScorer(s.bm25) for s in self.shards if s.bm25 is not None]
-        return self._scorers
-
     def candidates(self, source: str | None, section: str | None) -> Candidates:
         """Each method's best candidates over every shard, merged (ordinals are global)."""
-        allowed = [s.filtered(source, section) for s in self.shards]
-        shards = list(zip(self.shards, allowed, self._offsets[:-1].tolist(), strict=True))
+        shards = list(zip(self.shards, self._offsets[:-1].tolist(), strict=True))
 
         def vector_top(q: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
             parts = []
-            for shard, keep, offset in shards:
-                idx, scores = shard.candidates_vector(q, depth, keep)
+            for shard, offset in shards:
+                idx, scores = shard.vector_top(q, depth, source, section)
                 parts.append((idx + offset, scores))
             return merge_top(parts, depth)
 
         def text_top(text: str, depth: int) -> TextHits:
             tokens = tokenize(text)
-            scorers = self._global_scorers()
-            stats = TermStats.combine([sc.stats(tokens) for sc in scorers])  # round 1
+            stats = TermStats.combine([s.term_stats(tokens) for s, _ in shards])  # round 1
             parts = []
-            for (_, keep, offset), scorer in zip(shards, scorers, strict=True):  # round 2
-                scores = scorer.scores(tokens, stats)
-                idx = positive_top(scores, depth, keep)
-                parts.append((idx + offset, scores[idx]))
+            for shard, offset in shards:  # round 2: every shard scores with the global stats
+                idx, scores = shard.text_top(tokens, stats, depth, source, section)
+                parts.append((idx + offset, scores))
             idx, scores = merge_top(parts, depth)
             return TextHits(idx, scores, tokens)
 
-        searched = sum(
-            s.n_chunks if a is None else len(a) for s, a in zip(self.shards, allowed, strict=True)
-        )
+        searched = sum(s.count(source, section) for s in self.shards)
         return Candidates(vector_top, text_top if self.has_text_index else None, searched)
 
     def make_hits(
@@ -301,12 +291,13 @@ class Collection:
                 f"content_hash mismatch: the citation names {cit.content_hash}, which is no "
                 f"shard of this collection (version {self.version})"
             )
-        chunk = self.shards[s].cite(cit)
+        chunk = self.shards[s].cite(str(cit))
         return replace(chunk, ordinal=self._offset(s) + chunk.ordinal)
 
     def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
         s, local = self._locate(chunk.ordinal)
-        return self.shards[s].verify_source(replace(chunk, ordinal=local), root)
+        where = str(root) if root is not None else None
+        return self.shards[s].verify_source(replace(chunk, ordinal=local), where)
 
     def info(self) -> dict[str, Any]:
         return {

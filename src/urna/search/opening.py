@@ -11,6 +11,7 @@ from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, rea
 from urna.format.reader import Verify
 from urna.search.collection import Collection
 from urna.search.corpus import Corpus, open_corpus
+from urna.search.shard import LocalShard
 
 
 def open_path(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus | Collection:
@@ -55,7 +56,7 @@ def open_collection(folder: Path, *, verify: Verify = "full") -> Collection:
         for shard in shards:
             shard.close()
         raise
-    return Collection(folder, catalog, version, shards)
+    return Collection(folder, catalog, version, [LocalShard(s) for s in shards])
 
 
 def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: bool) -> None:

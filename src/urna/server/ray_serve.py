@@ -1,0 +1,244 @@
+"""A collection served on Ray Serve (the extra ``urna[ray]``): one deployment per shard, each
+opening its own shard file and placeable on chosen nodes, and an ingress deployment that
+serves the same HTTP app as ``urna serve``. The ingress embeds a query once, runs the two
+BM25 rounds against the shard deployments, merges, and answers exactly as the local server:
+the merging code is the same ``Collection``, with remote shards instead of local ones."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.errors import FormatError, UrnaError, missing_extra
+from urna.format.audit import AuditReport
+from urna.format.catalog import Catalog, parse_catalog, read_catalog
+from urna.index.bm25 import TermStats
+from urna.search.chunks import Chunk
+from urna.search.collection import Collection
+from urna.search.corpus import open_corpus
+from urna.search.result import Hit, SearchResult
+from urna.search.shard import LocalShard, Pair, ShardFacts
+from urna.server.databases import Databases
+
+CALLS = {
+    "vector_top",
+    "count",
+    "term_stats",
+    "text_top",
+    "make_hits",
+    "search",
+    "chunk",
+    "embedding",
+    "cite",
+    "verify_source",
+    "info",
+    "validate",
+}
+
+
+class ShardServer:
+    """A shard deployment: one shard file opened once, answering the calls of a merge."""
+
+    def __init__(self, path: str, verify: str) -> None:
+        self.shard = LocalShard(open_corpus(path, verify="full" if verify == "full" else "trusted"))
+
+    def facts(self) -> ShardFacts:
+        return self.shard.facts
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if method not in CALLS:
+            raise UrnaError(f"not a shard call: {method}")
+        return getattr(self.shard, method)(*args, **kwargs)
+
+
+class RemoteShard:
+    """The ``Shard`` calls, answered by a shard deployment (blocking; call from a thread)."""
+
+    def __init__(self, handle: Any, facts: ShardFacts) -> None:
+        self._handle = handle
+        self.facts = facts
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self._handle.call.remote(method, *args, **kwargs).result()
+
+    def vector_top(
+        self, q: np.ndarray, depth: int, source: str | None, section: str | None
+    ) -> Pair:
+        result: Pair = self._call("vector_top", q, depth, source, section)
+        return result
+
+    def count(self, source: str | None, section: str | None) -> int:
+        return int(self._call("count", source, section))
+
+    def term_stats(self, tokens: Sequence[str]) -> TermStats:
+        result: TermStats = self._call("term_stats", list(tokens))
+        return result
+
+    def text_top(
+        self,
+        tokens: Sequence[str],
+        stats: TermStats,
+        depth: int,
+        source: str | None,
+        section: str | None,
+    ) -> Pair:
+        result: Pair = self._call("text_top", list(tokens), stats, depth, source, section)
+        return result
+
+    def make_hits(self, idx: np.ndarray, scores: np.ndarray, **kwargs: Any) -> list[Hit]:
+        result: list[Hit] = self._call("make_hits", idx, scores, **kwargs)
+        return result
+
+    def search(self, method: str, **kwargs: Any) -> SearchResult:
+        result: SearchResult = self._call("search", method, **kwargs)
+        return result
+
+    def chunk(self, i: int) -> Chunk:
+        result: Chunk = self._call("chunk", i)
+        return result
+
+    def embedding(self, i: int) -> np.ndarray:
+        result: np.ndarray = self._call("embedding", i)
+        return result
+
+    def cite(self, citation: str) -> Chunk:
+        result: Chunk = self._call("cite", citation)
+        return result
+
+    def verify_source(self, chunk: Chunk, root: str | None) -> Path:
+        result: Path = self._call("verify_source", chunk, root)
+        return result
+
+    def info(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("info")
+        return result
+
+    def validate(self) -> AuditReport:
+        result: AuditReport = self._call("validate")
+        return result
+
+    def close(self) -> None:
+        return None
+
+
+class CollectionIngress:
+    """The HTTP ingress: the collection with remote shards, behind the app of ``urna serve``."""
+
+    async def __init__(  # type: ignore[misc]  # Ray Serve awaits an async constructor
+        self,
+        name: str,
+        folder: str,
+        catalog: bytes,
+        shards: list[Any],
+        token: str | None,
+        max_rps: float,
+    ) -> None:
+        parsed = parse_catalog(json.loads(catalog))
+        facts = await asyncio.gather(*(h.facts.remote() for h in shards))
+        expected = [e.content_hash for e in parsed.shards if e.file]
+        if [f.content_hash for f in facts] != expected:
+            raise FormatError(
+                "a shard deployment serves another file than the catalog names",
+                check=19,
+                section="catalog.json",
+            )
+        remote = [RemoteShard(h, f) for h, f in zip(shards, facts, strict=True)]
+        collection = Collection(Path(folder), parsed, Catalog.version_of(catalog), remote)
+        self.dbs = Databases()
+        self.dbs.corpora[name] = collection
+        self.token = token
+        self.max_rps = max_rps
+
+    def __serve_build_asgi_app__(self) -> Any:
+        from urna.server.app import create_app
+
+        return create_app(self.dbs, token=self.token, max_rps=self.max_rps)
+
+
+def _serve() -> Any:
+    try:
+        import ray
+        from ray import serve
+    except ImportError:
+        raise missing_extra("ray[serve]", "ray") from None
+    return ray, serve
+
+
+def parse_places(values: Sequence[str]) -> dict[int, str]:
+    """``INDEX=RESOURCE``: shard INDEX runs on a node started with that custom resource."""
+    places: dict[int, str] = {}
+    for value in values:
+        index, sep, resource = value.partition("=")
+        if not sep or not index.isdigit() or not resource:
+            raise UrnaError(f"--place takes INDEX=RESOURCE, got {value!r}")
+        places[int(index)] = resource
+    return places
+
+
+def serve_on_ray(
+    folder: Path,
+    *,
+    address: str,
+    host: str,
+    port: int,
+    token: str | None,
+    max_rps: float,
+    places: dict[int, str],
+) -> None:
+    """Deploy the collection at ``folder`` on Ray Serve and block until interrupted."""
+    ray, serve = _serve()
+    catalog, raw = read_catalog(folder)
+    files = [e for e in catalog.shards if e.file]
+    unknown = set(places) - {e.index for e in files}
+    if unknown:
+        raise UrnaError(f"--place names shard {min(unknown)}, which has no file")
+    local = address == "local"
+    if local:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+    name = folder.resolve().name
+    try:
+        serve.start(http_options={"host": host, "port": port})
+        shard_cls = serve.deployment(ShardServer)
+        bound = []
+        for e in files:
+            options: dict[str, Any] = {"num_cpus": 0.5}
+            if e.index in places:
+                options["resources"] = {places[e.index]: 0.001}
+            deployment = shard_cls.options(name=f"shard-{e.index}", ray_actor_options=options)
+            bound.append(deployment.bind(str((folder / str(e.file)).resolve()), "full"))
+        ingress = serve.deployment(serve.ingress()(CollectionIngress)).options(
+            name="ingress", ray_actor_options={"num_cpus": 0.5}
+        )
+        app = ingress.bind(name, str(folder.resolve()), raw, bound, token, max_rps)
+        serve.run(app, name=f"urna-{name}", route_prefix="/", blocking=False)
+        print(f"serving {name} on Ray Serve at http://{host}:{port}/", file=sys.stderr, flush=True)
+        _wait()
+    finally:
+        try:
+            if not local:  # leave the cluster as it was; a local one goes away whole
+                serve.delete(f"urna-{name}")
+        finally:
+            ray.shutdown()
+
+
+def _wait() -> None:
+    """Until SIGTERM or Ctrl-C."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        while not stop.wait(0.2):
+            pass
+
+
+__all__ = ["parse_places", "serve_on_ray"]

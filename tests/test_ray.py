@@ -1,0 +1,275 @@
+"""A real three-node Ray cluster (a head and two workers started with `ray start`), inside a
+network namespace that has only loopback, so Ray's listeners never leave this machine
+(ray-project/ray#26293). Builds on it must equal the local build byte for byte; a collection
+served on Ray Serve must answer as the local server. Everything the test starts is stopped
+by its process group and by the namespace's own process list, never by `ray stop`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import needs_models, run
+from tests.server_helpers import Server, q
+from tests.test_collection import write_docs
+
+VENV = Path(sys.executable).parent
+NODE_MEMORY = str(2_500_000_000)
+OBJECT_STORE = str(200_000_000)
+
+
+def _why_not() -> str:
+    if importlib.util.find_spec("ray") is None:
+        return "needs the ray extra: scripts/setup ray"
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return "needs root and iproute2 to make a loopback-only network namespace"
+    probe = subprocess.run(["ip", "netns", "list"], capture_output=True)
+    return "" if probe.returncode == 0 else "ip netns is not available here"
+
+
+pytestmark = [
+    pytest.mark.slow,
+    needs_models,
+    pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-"),
+]
+
+
+class Cluster:
+    def __init__(self, namespace: str, port: int, env: dict[str, str], logs: Path) -> None:
+        self.ns, self.port, self.env, self.logs = namespace, port, env, logs
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def inside(self, *args: str) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *args]
+
+    def start_node(self, *args: str) -> None:
+        cmd = self.inside(str(VENV / "ray"), "start", "--block", "--node-ip-address=127.0.0.1",
+                          f"--memory={NODE_MEMORY}", f"--object-store-memory={OBJECT_STORE}",
+                          *args)  # fmt: skip
+        log = open(self.logs / f"node-{len(self.procs)}.log", "wb")  # noqa: SIM115
+        self.procs.append(
+            subprocess.Popen(
+                cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        )
+        log.close()
+
+    def nodes(self) -> int:
+        status = subprocess.run(
+            self.inside(str(VENV / "ray"), "status", f"--address={self.address}"),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return status.stdout.count(" node_") if status.returncode == 0 else 0
+
+    def wait_for(self, count: int, seconds: float = 180) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for i, p in enumerate(self.procs):
+                if p.poll() is not None:
+                    tail = (self.logs / f"node-{i}.log").read_text()[-3000:]
+                    raise RuntimeError(f"ray node {i} exited during start-up:\n{tail}")
+            if self.nodes() >= count:
+                return
+            time.sleep(2)
+        raise RuntimeError(f"the cluster did not reach {count} nodes")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            _stop_group(proc)
+        # Whatever the nodes started in the namespace (raylets, workers) goes with it.
+        for _ in range(3):
+            pids = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True)
+            alive = [int(p) for p in pids.stdout.split()]
+            if not alive:
+                break
+            for pid in alive:
+                _signal(pid, signal.SIGKILL)
+            time.sleep(1)
+        subprocess.run(["ip", "netns", "del", self.ns], check=False)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _stop_group(proc: subprocess.Popen[Any], grace: float = 30) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    namespace = f"urna-ray-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    env = dict(os.environ)
+    env.update(
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(32),
+        RAY_USAGE_STATS_ENABLED="0",
+        URNA_CACHE_DIR=str(tmp_path_factory.mktemp("ray-cache")),
+    )
+    made = Cluster(namespace, 6391, env, tmp_path_factory.mktemp("ray-logs"))
+    try:
+        subprocess.run(made.inside("ip", "link", "set", "lo", "up"), check=True)
+        made.start_node("--head", f"--port={made.port}", "--num-cpus=1",
+                        "--include-dashboard=false")  # fmt: skip
+        made.wait_for(1)
+        for i in (1, 2):
+            made.start_node(f"--address={made.address}", "--num-cpus=1",
+                            f"--resources={json.dumps({f'urna_node_{i}': 1})}")  # fmt: skip
+        made.wait_for(3)
+        yield made
+    finally:
+        made.stop()
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ray-docs")
+    folder = root / "docs"
+    folder.mkdir()
+    write_docs(folder, n=24)
+    return folder
+
+
+def test_build_on_ray_equals_the_local_build(cluster: Cluster, docs: Path) -> None:
+    local = docs.parent / "local"
+    assert run("build", str(docs), "-o", str(local), "--shards", "4").exit_code == 0
+    remote = docs.parent / "remote"
+    built = subprocess.run(
+        cluster.inside(
+            str(VENV / "urna"),
+            "build",
+            str(docs),
+            "-o",
+            str(remote),
+            "--shards",
+            "4",
+            "--ray",
+            cluster.address,
+        ),  # fmt: skip
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert "4 built" in built.stdout or "3 built" in built.stdout
+    mine = {p.name: p.read_bytes() for p in local.iterdir()}
+    theirs = {p.name: p.read_bytes() for p in remote.iterdir()}
+    assert mine == theirs  # every shard file and the catalog, byte for byte
+
+
+def _get_inside(cluster: Cluster, url: str) -> tuple[int, Any]:
+    """GET from inside the namespace (the only place the Ray Serve proxy listens)."""
+    script = (
+        "import json, sys, urllib.request, urllib.error\n"
+        "try:\n"
+        "    r = urllib.request.urlopen(sys.argv[1], timeout=60)\n"
+        "    print(r.status); print(r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print(e.code); print(e.read().decode())\n"
+        "except OSError:\n"
+        "    print(0); print('null')\n"
+    )
+    out = subprocess.run(
+        cluster.inside(sys.executable, "-c", script, url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    status, _, body = out.stdout.partition("\n")
+    try:
+        return int(status or 0), json.loads(body or "null")
+    except ValueError:
+        return int(status or 0), None
+
+
+def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) -> None:
+    folder = docs.parent / "served"
+    assert run("build", str(docs), "-o", str(folder), "--shards", "3").exit_code == 0
+    port = 8790
+    proc = subprocess.Popen(
+        cluster.inside(
+            str(VENV / "urna"),
+            "serve",
+            str(folder),
+            "--ray",
+            cluster.address,
+            "--port",
+            str(port),
+            "--place",
+            "0=urna_node_1",
+            "--place",
+            "2=urna_node_2",
+        ),  # fmt: skip
+        env=cluster.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    local = Server([folder])
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+            status, body = _get_inside(cluster, base + "/api/health")
+            if status == 200 and body == {"status": "ok", "databases": 1}:
+                break
+            time.sleep(2)
+        else:
+            raise AssertionError("Ray Serve did not come up")
+        name = folder.name
+        for query in ("how do I install it on linux", "citation content hash", "shards"):
+            for mode in ("hybrid", "text", "vector"):
+                path = "/v1/search?" + q({"db": name, "q": query, "mode": mode, "limit": "5"})
+                status, remote = _get_inside(cluster, base + path)
+                assert status == 200, remote
+                _, mine = local.get(path)
+                for body in (remote, mine):
+                    body.pop("query_time_ms")
+                assert remote == mine, (query, mode)
+            path = "/api/search?" + q({"db": name, "q": query, "limit": "3"})
+            assert _get_inside(cluster, base + path) == local.get(path)
+        hit = remote["hits"][0]
+        cited = _get_inside(
+            cluster, base + "/v1/cite?" + q({"db": name, "citation": hit["citation_id"]})
+        )
+        assert cited[0] == 200 and cited[1]["text"] == hit["text"]
+    finally:
+        local.stop()
+        _stop_group(proc, grace=60)
+    assert proc.returncode is not None
