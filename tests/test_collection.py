@@ -178,7 +178,7 @@ def test_an_edit_rewrites_one_shard(corpus_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "col"
     assert run("build", str(docs), "-o", str(out), "--shards", "4").exit_code == 0
     before = {p.name: p.read_bytes() for p in out.glob("*.urna")}
-    catalog, raw = read_catalog(out)
+    _catalog, raw = read_catalog(out)
     old_version = "sha256:" + hashlib.sha256(raw).hexdigest()
     with urna.open(out) as col:
         hit = col.search_text("install on linux", k=1, mode="text").hits[0]

@@ -6,6 +6,7 @@ by its process group and by the namespace's own process list, never by `ray stop
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -108,10 +109,8 @@ class Cluster:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _stop_group(proc: subprocess.Popen[Any], grace: float = 30) -> None:
@@ -122,10 +121,8 @@ def _stop_group(proc: subprocess.Popen[Any], grace: float = 30) -> None:
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)
 
 
@@ -179,7 +176,7 @@ def test_build_on_ray_equals_the_local_build(cluster: Cluster, docs: Path) -> No
             "4",
             "--ray",
             cluster.address,
-        ),  # fmt: skip
+        ),
         env=cluster.env,
         capture_output=True,
         text=True,
@@ -234,7 +231,7 @@ def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) 
             "0=urna_node_1",
             "--place",
             "2=urna_node_2",
-        ),  # fmt: skip
+        ),
         env=cluster.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -46,8 +46,8 @@ def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
         ray = _ray()
         started = not ray.is_initialized()
         if started:
-            if address == "local":
-                ray.init(include_dashboard=False, log_to_driver=False)
+            if address == "local":  # a new instance, never one a file in /tmp/ray points at
+                ray.init(address="local", include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(address=address, log_to_driver=False)
         try:

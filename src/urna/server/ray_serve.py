@@ -202,8 +202,8 @@ def serve_on_ray(
     if unknown:
         raise UrnaError(f"--place names shard {min(unknown)}, which has no file")
     local = address == "local"
-    if local:
-        ray.init(include_dashboard=False, log_to_driver=False)
+    if local:  # a new instance, never one a file in /tmp/ray points at
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
     else:
         ray.init(address=address, log_to_driver=False)
     name = folder.resolve().name
