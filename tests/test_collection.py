@@ -13,6 +13,7 @@ import pytest
 
 import urna
 from tests.conftest import assert_error, needs_models, run
+from tests.server_helpers import Server, q
 from urna.format.catalog import CATALOG, read_catalog
 
 pytestmark = needs_models
@@ -237,3 +238,27 @@ def test_validate_refuses_a_catalog_that_does_not_match(collection: Path, tmp_pa
 
 def test_a_folder_without_catalog_is_not_a_collection(tmp_path: Path) -> None:
     assert_error(run("stats", str(tmp_path)), "is a directory")
+
+
+def test_serve_a_collection_as_one_database(collection: Path) -> None:
+    server = Server([collection])
+    try:
+        assert server.get("/api/list") == (200, {"databases": ["col"]})
+        path = "/v1/search?" + q({"db": "col", "q": "install on linux", "limit": "4"})
+        status, body = server.get(path)
+        assert status == 200 and body["k_returned"] == 4
+        with urna.open(collection) as col:
+            expected = col.search_text("install on linux", k=4).to_dict()
+        assert [h["chunk_id"] for h in body["hits"]] == [h["chunk_id"] for h in expected["hits"]]
+        hit = body["hits"][0]
+        status, cited = server.get("/v1/cite?" + q({"db": "col", "citation": hit["citation_id"]}))
+        assert status == 200 and cited["text"] == hit["text"]
+        status, grouped = server.get(
+            "/api/search?" + q({"db": "col", "q": "citation", "limit": "3"})
+        )
+        assert status == 200 and grouped["keyword"] and grouped["semantic"]
+        status, info = server.get("/v1/databases/col")
+        assert status == 200 and info["collection_version"].startswith("sha256:")
+        assert "path" not in info and not any("path" in s for s in info["shards"])
+    finally:
+        server.stop()

@@ -64,6 +64,13 @@ def test_eval_command_on_a_small_collection(tmp_path: Path) -> None:
     assert again["built"] is False
     table = run("eval", str(folder), "-o", str(out))
     assert "nDCG@10" in table.stdout and "hybrid   calibrated" in table.stdout
+    # The same corpus as a collection scores the same.
+    sharded = tmp_path / "mini-col"
+    shards = run("eval", str(folder), "-o", str(sharded), "--shards", "2", "--json")
+    assert shards.exit_code == 0, shards.stderr
+    assert (sharded / "catalog.json").is_file()
+    for row in json.loads(shards.stdout)["rows"]:
+        assert row["ndcg10"] == pytest.approx(rows[(row["mode"], row["fusion"])]["ndcg10"])
     bad = tmp_path / "bad"
     bad.mkdir()
     assert "not a BEIR folder" in run("eval", str(bad)).stderr

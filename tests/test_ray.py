@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,7 @@ class Cluster:
     def __init__(self, namespace: str, port: int, env: dict[str, str], logs: Path) -> None:
         self.ns, self.port, self.env, self.logs = namespace, port, env, logs
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.temp = Path(tempfile.mkdtemp(prefix="urna-ray-", dir="/tmp"))
 
     @property
     def address(self) -> str:
@@ -60,6 +62,9 @@ class Cluster:
         return ["ip", "netns", "exec", self.ns, *args]
 
     def start_node(self, *args: str) -> None:
+        # Its own short temp folder (socket paths stay under 108 bytes): no state of another
+        # Ray instance on this machine (a stale /tmp/ray/ray_current_cluster) can leak in.
+        args = (*args, f"--temp-dir={self.temp}")
         cmd = self.inside(str(VENV / "ray"), "start", "--block", "--node-ip-address=127.0.0.1",
                           f"--memory={NODE_MEMORY}", f"--object-store-memory={OBJECT_STORE}",
                           *args)  # fmt: skip
@@ -70,6 +75,20 @@ class Cluster:
             )
         )
         log.close()
+
+    def add_node(self, count: int, *args: str, attempts: int = 3) -> None:
+        """Start one node and wait until the cluster has ``count`` nodes. Ray gives a node 30 s
+        to register; on two busy cores that is sometimes too short, so a node that gave up is
+        started again (at most ``attempts`` times)."""
+        for attempt in range(attempts):
+            self.start_node(*args)
+            try:
+                self.wait_for(count)
+                return
+            except RuntimeError:
+                if attempt == attempts - 1:
+                    raise
+                _stop_group(self.procs.pop())
 
     def nodes(self) -> int:
         status = subprocess.run(
@@ -106,6 +125,7 @@ class Cluster:
                 _signal(pid, signal.SIGKILL)
             time.sleep(1)
         subprocess.run(["ip", "netns", "del", self.ns], check=False)
+        shutil.rmtree(self.temp, ignore_errors=True)
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -140,13 +160,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     made = Cluster(namespace, 6391, env, tmp_path_factory.mktemp("ray-logs"))
     try:
         subprocess.run(made.inside("ip", "link", "set", "lo", "up"), check=True)
-        made.start_node("--head", f"--port={made.port}", "--num-cpus=1",
-                        "--include-dashboard=false")  # fmt: skip
-        made.wait_for(1)
+        made.add_node(1, "--head", f"--port={made.port}", "--num-cpus=1",
+                      "--include-dashboard=false")  # fmt: skip
         for i in (1, 2):
-            made.start_node(f"--address={made.address}", "--num-cpus=1",
-                            f"--resources={json.dumps({f'urna_node_{i}': 1})}")  # fmt: skip
-        made.wait_for(3)
+            made.add_node(i + 1, f"--address={made.address}", "--num-cpus=1",
+                          f"--resources={json.dumps({f'urna_node_{i}': 1})}")  # fmt: skip
         yield made
     finally:
         made.stop()
@@ -234,15 +252,16 @@ def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) 
         ),
         env=cluster.env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=(log := open(folder.parent / "serve.log", "wb")),  # noqa: SIM115
         start_new_session=True,
     )
+    log.close()
     local = Server([folder])
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+            assert proc.poll() is None, (folder.parent / "serve.log").read_text()[-2000:]
             status, body = _get_inside(cluster, base + "/api/health")
             if status == 200 and body == {"status": "ok", "databases": 1}:
                 break

@@ -22,6 +22,7 @@ from urna.cli.common import (
     print_result,
 )
 from urna.search.query import parse_vector
+from urna.search.result import SearchResult
 
 
 @click.command()
@@ -133,18 +134,8 @@ def search_text(
     as_json: bool,
 ) -> None:
     """Search by text: BM25, the file's own model (after the model gate), or both fused."""
-    with open_corpus(file) as corpus:
-        result = corpus.search_text(
-            text,
-            k=k,
-            mode=mode,
-            fusion=fusion,
-            candidates=candidates,
-            model_path=model_path,
-            source=source,
-            section=section,
-        )
-        print_result(result, as_json)
+    result = _text(file, text, k, mode, fusion, model_path, source, section, candidates)
+    print_result(result, as_json)
 
 
 @click.command()
@@ -174,17 +165,8 @@ def ask(
     section: str | None,
 ) -> None:
     """The passages that answer a question, each with its citation."""
-    with open_corpus(file) as corpus:
-        result = corpus.search_text(
-            text,
-            k=k,
-            mode=mode,
-            fusion=fusion,
-            model_path=model_path,
-            source=source,
-            section=section,
-        )
-        out(render.ask(result, explain=disclose == "explain"))
+    result = _text(file, text, k, mode, fusion, model_path, source, section)
+    out(render.ask(result, explain=disclose == "explain"))
 
 
 @click.command()
@@ -211,21 +193,37 @@ def retrieve(
 ) -> None:
     """Hits as JSON for programs: one object per hit (jsonl) or one array (json), each in the
     same shape as a hit of search-text --json."""
+    result = _text(file, text, k, mode, fusion, model_path, source, section)
+    records = [h.to_dict() for h in result.hits]
+    if fmt == "json":
+        out(json.dumps(records, ensure_ascii=False, indent=2))
+    else:
+        out("\n".join(json.dumps(r, ensure_ascii=False) for r in records))
+
+
+def _text(
+    file: str,
+    text: str,
+    k: int,
+    mode: str,
+    fusion: str | None,
+    model_path: Path | None,
+    source: str | None,
+    section: str | None,
+    candidates: int | None = None,
+) -> SearchResult:
+    """One text query, as every text verb runs it (the file is closed after)."""
     with open_corpus(file) as corpus:
-        result = corpus.search_text(
+        return corpus.search_text(
             text,
             k=k,
             mode=mode,
             fusion=fusion,
+            candidates=candidates,
             model_path=model_path,
             source=source,
             section=section,
         )
-        records = [h.to_dict() for h in result.hits]
-        if fmt == "json":
-            out(json.dumps(records, ensure_ascii=False, indent=2))
-        else:
-            out("\n".join(json.dumps(r, ensure_ascii=False) for r in records))
 
 
 COMMANDS = (search, search_ann, search_graph, search_space, search_text, ask, retrieve)

@@ -29,6 +29,7 @@ from urna.index.tokenize import TOKENIZER_VERSION, tokenize
 from urna.index.topk import top_k
 
 K1 = 1.2
+TF_CACHE_TERMS = 200_000  # recovered tf arrays a GlobalScorer keeps
 B = 0.75
 VERSION = 1
 _HEAD = struct.Struct("<IQQfffI")  # version, count, n_docs, k1, b, avgdl, reserved
@@ -244,6 +245,7 @@ class GlobalScorer:
         self.lengths = index.doc_len.astype(np.float64)
         self.total_length = int(index.doc_len.sum(dtype=np.int64))
         self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
+        self._tfs: dict[int, np.ndarray] = {}
 
     def stats(self, tokens: Sequence[str]) -> TermStats:
         ids = self.index.term_index
@@ -254,26 +256,39 @@ class GlobalScorer:
                 df[token] = int(self.index.indptr[i + 1] - self.index.indptr[i])
         return TermStats(self.index.n_docs, self.total_length, df)
 
-    def scores(self, tokens: Sequence[str], stats: TermStats) -> np.ndarray:
-        index, n = self.index, self.index.n_docs
-        out = np.zeros(n, dtype=np.float32)
-        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
-        for token in dict.fromkeys(tokens):
-            i = index.term_index.get(token)
-            if i is None:
-                continue
+    def _tf(self, i: int) -> np.ndarray:
+        """Term i's recovered term frequencies, one per posting (computed once, then kept)."""
+        found = self._tfs.get(i)
+        if found is None:
+            index, n = self.index, self.index.n_docs
             start, end = int(index.indptr[i]), int(index.indptr[i + 1])
-            docs = index.doc_ids[start:end]
-            dl = self.lengths[docs]
+            dl = self.lengths[index.doc_ids[start:end]]
             df_local = end - start
             idf_local = math.log(1 + (n - df_local + 0.5) / (df_local + 0.5))
             norm_local = self.k1 * (1 - self.b + self.b * dl / (self.avgdl or 1.0))
             ratio = index.weights[start:end].astype(np.float64) / idf_local
-            tf = np.rint(norm_local * ratio / (1 - ratio))
-            df = stats.df.get(token, df_local)
+            found = np.rint(norm_local * ratio / (1 - ratio))
+            if len(self._tfs) < TF_CACHE_TERMS:
+                self._tfs[i] = found
+        return found
+
+    def scores(self, tokens: Sequence[str], stats: TermStats) -> np.ndarray:
+        index = self.index
+        out = np.zeros(index.n_docs, dtype=np.float32)
+        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
+        norm_all: np.ndarray | None = None
+        for token in dict.fromkeys(tokens):
+            i = index.term_index.get(token)
+            if i is None:
+                continue
+            if norm_all is None:  # the global length normalization of every document, once
+                norm_all = self.k1 * (1 - self.b + self.b * self.lengths / (avgdl_g or 1.0))
+            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+            docs = index.doc_ids[start:end]
+            tf = self._tf(i)
+            df = stats.df.get(token, end - start)
             idf = math.log(1 + (stats.n_docs - df + 0.5) / (df + 0.5))
-            norm = self.k1 * (1 - self.b + self.b * dl / (avgdl_g or 1.0))
-            out[docs] += (idf * tf / (tf + norm)).astype(np.float32)
+            out[docs] += (idf * tf / (tf + norm_all[docs])).astype(np.float32)
         return out
 
 

@@ -36,10 +36,10 @@ from urna.search.merge import merge_hits, merge_top
 from urna.search.query import check_k, prepare
 from urna.search.result import Hit, SearchResult
 from urna.search.shard import Shard
-from urna.search.textquery import Candidates, text_query
+from urna.search.textquery import Candidates, TextSearching
 
 
-class Collection:
+class Collection(TextSearching):
     """A collection folder opened for reading. Create it with :func:`urna.open`."""
 
     def __init__(
@@ -246,33 +246,6 @@ class Collection:
             )
             hits.append(replace(hit, rank=j + 1, ordinal=i))
         return hits
-
-    def search_text(
-        self,
-        text: str,
-        k: int = 10,
-        *,
-        mode: str = "auto",
-        fusion: str | None = None,
-        candidates: int | None = None,
-        embedder: Embedder | None = None,
-        model_path: str | os.PathLike[str] | None = None,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult:
-        """As :meth:`Corpus.search_text`, over every shard, with collection-wide BM25."""
-        return text_query(
-            self,
-            text,
-            k,
-            mode=mode,
-            fusion=fusion,
-            candidates=candidates,
-            embedder=embedder,
-            model_path=model_path,
-            source=source,
-            section=section,
-        )
 
     # --- citations and the whole picture -----------------------------------------
 

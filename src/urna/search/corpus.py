@@ -32,13 +32,13 @@ from urna.search.hits import HitMaker
 from urna.search.info import FileView
 from urna.search.query import check_k, check_positive, prepare
 from urna.search.result import RERANK_NOTE, Hit, SearchResult
-from urna.search.textquery import Candidates, text_query
+from urna.search.textquery import Candidates, TextSearching
 
 RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
 Vector = Sequence[float] | np.ndarray
 
 
-class Corpus(FileView):
+class Corpus(FileView, TextSearching):
     """A .urna file opened for reading. Create it with :func:`urna.open`."""
 
     def __init__(self, container: Container) -> None:
@@ -231,39 +231,6 @@ class Corpus(FileView):
     def filtered(self, source: str | None, section: str | None) -> np.ndarray | None:
         """Sorted ordinals the filters keep (None: no filter, every chunk)."""
         return self._allowed(source, section)
-
-    def search_text(
-        self,
-        text: str,
-        k: int = 10,
-        *,
-        mode: str = "auto",
-        fusion: str | None = None,
-        candidates: int | None = None,
-        embedder: Embedder | None = None,
-        model_path: str | os.PathLike[str] | None = None,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult:
-        """Search by text: BM25, the file's own model (through the gate), or both fused.
-
-        ``mode``: ``text`` (BM25 only, no model), ``vector``, ``hybrid``, or ``auto``
-        (hybrid when the file has BM25 and its model can embed the query). ``fusion``:
-        ``calibrated`` or ``rrf`` (default: the file's recorded choice). ``source`` and
-        ``section`` filter before ranking.
-        """
-        return text_query(
-            self,
-            text,
-            k,
-            mode=mode,
-            fusion=fusion,
-            candidates=candidates,
-            embedder=embedder,
-            model_path=model_path,
-            source=source,
-            section=section,
-        )
 
     # --- citations -----------------------------------------------------------
 

@@ -125,3 +125,41 @@ def text_query(
         note=chosen.note,
         recall_note=None if exact else FUSED_NOTE,
     )
+
+
+class TextSearching:
+    """``search_text`` for any ``TextSource`` (a file, a collection): one definition."""
+
+    def search_text(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        mode: str = "auto",
+        fusion: str | None = None,
+        candidates: int | None = None,
+        embedder: Embedder | None = None,
+        model_path: str | os.PathLike[str] | None = None,
+        source: str | None = None,
+        section: str | None = None,
+    ) -> SearchResult:
+        """Search by text: BM25, the corpus's own model (through the gate), or both fused.
+
+        ``mode``: ``text`` (BM25 only, no model), ``vector``, ``hybrid``, or ``auto``
+        (hybrid when there is BM25 and the model can embed the query). ``fusion``:
+        ``calibrated`` or ``rrf`` (default: the recorded choice). ``source`` (a glob on
+        source_uri) and ``section`` (a section-path prefix) filter before ranking.
+        """
+        src: TextSource = self  # type: ignore[assignment]
+        return text_query(
+            src,
+            text,
+            k,
+            mode=mode,
+            fusion=fusion,
+            candidates=candidates,
+            embedder=embedder,
+            model_path=model_path,
+            source=source,
+            section=section,
+        )

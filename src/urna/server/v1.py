@@ -81,6 +81,8 @@ def router(dbs: Databases) -> APIRouter:
     async def database(name: str) -> dict[str, Any]:
         info = await asyncio.to_thread(corpus_of(name).info)
         info.pop("path", None)  # databases are addressed by name, never by path
+        for shard in info.get("shards", []):
+            shard.pop("path", None)
         return info
 
     return api
