@@ -262,3 +262,17 @@ def test_serve_a_collection_as_one_database(collection: Path) -> None:
         assert "path" not in info and not any("path" in s for s in info["shards"])
     finally:
         server.stop()
+
+
+def test_collection_build_errors(corpus_dir: Path, tmp_path: Path) -> None:
+    docs = str(corpus_dir / "docs")
+    out = str(tmp_path / "c")
+    assert run("build", docs, "-o", out, "--jobs", "2").exit_code == 2  # --jobs needs --shards
+    assert run("build", docs, "-o", out, "--shards", "0").exit_code == 2
+    assert_error(run("build", docs, "-o", out, "--shards", "2", "--ray", "nonsense"), "HOST:PORT")
+    assert_error(
+        run("build", docs, "-o", out, "--shards", "2", "--ray", "127.0.0.1:1"), "cannot reach"
+    )
+    (tmp_path / "file").write_text("x")
+    assert_error(run("build", docs, "-o", str(tmp_path / "file"), "--shards", "2"), "is a file")
+    assert_error(run("serve", str(tmp_path), "--ray", "local"), "exactly one collection folder")

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -214,8 +215,11 @@ def _local_runner(jobs: int) -> Runner:
         if jobs <= 1 or len(tasks) <= 1:
             return [build_shard(t) for t in tasks]
         context = multiprocessing.get_context("spawn")  # no torch state crosses a fork
-        with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
-            return list(pool.map(build_shard, tasks))
+        try:
+            with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
+                return list(pool.map(build_shard, tasks))
+        except BrokenProcessPool as exc:
+            raise BuildError(f"a build process died before it finished its shard ({exc})") from None
 
     return run
 

@@ -6,6 +6,7 @@ vectors, so the folders (sources and output) must be visible at the same path on
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from urna.build.run import Report
@@ -37,6 +38,31 @@ class ShardBuilder:
         return build_shard(task, self.embedder)
 
 
+def connect(ray: Any, address: str | None) -> None:
+    """Join the cluster at ``address``, or start a new local instance for ``local``."""
+    if address != "local":
+        _reachable(address or "")
+    try:
+        if address == "local":  # a new instance, never one a file in /tmp/ray points at
+            ray.init(address="local", include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except Exception as exc:  # Ray's own errors: unreachable, refused, bad token...
+        raise UrnaError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
+def _reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail fast on an address nothing listens on (Ray itself retries for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UrnaError(f"a Ray address is HOST:PORT (or local), got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise UrnaError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
 def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
     """A runner for ``build_collection`` that builds each shard as one task on Ray.
     ``address``: ``local`` starts a Ray instance in this process's machine; anything else
@@ -46,10 +72,7 @@ def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
         ray = _ray()
         started = not ray.is_initialized()
         if started:
-            if address == "local":  # a new instance, never one a file in /tmp/ray points at
-                ray.init(address="local", include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
+            connect(ray, address)
         try:
             cpus = int(ray.cluster_resources().get("CPU", 1))
             count = max(1, min(len(tasks), cpus))

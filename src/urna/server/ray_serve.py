@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from urna.build.ray_build import connect
 from urna.errors import FormatError, UrnaError, missing_extra
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog, parse_catalog, read_catalog
@@ -202,10 +203,7 @@ def serve_on_ray(
     if unknown:
         raise UrnaError(f"--place names shard {min(unknown)}, which has no file")
     local = address == "local"
-    if local:  # a new instance, never one a file in /tmp/ray points at
-        ray.init(address="local", include_dashboard=False, log_to_driver=False)
-    else:
-        ray.init(address=address, log_to_driver=False)
+    connect(ray, address)
     name = folder.resolve().name
     try:
         serve.start(http_options={"host": host, "port": port})
