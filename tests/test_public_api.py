@@ -58,4 +58,5 @@ def test_no_internal_names_leak() -> None:
         "index",
         "evaluate",
         "cli",
+        "server",
     }
