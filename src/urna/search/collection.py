@@ -231,20 +231,24 @@ class Collection(TextSearching):
         reranked: bool = False,
         precision: str = "",
     ) -> list[Hit]:
-        hits = []
-        for j, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True)):
-            s, local = self._locate(i)
-            (hit,) = self.shards[s].make_hits(
-                np.array([local]),
-                np.array([score]),
+        # One call per shard that holds any of the hits (one round trip for a remote shard).
+        owner = np.searchsorted(self._offsets, idx, side="right") - 1
+        out: list[Hit | None] = [None] * len(idx)
+        for s in np.unique(owner).tolist():
+            at = np.flatnonzero(owner == s)
+            made = self.shards[s].make_hits(
+                idx[at] - self._offsets[s],
+                scores[at],
                 index_type=index_type,
                 score_type=score_type,
-                ranks=[ranks[j]] if ranks is not None else None,
+                ranks=[ranks[j] for j in at.tolist()] if ranks is not None else None,
                 terms=terms,
                 reranked=reranked,
                 precision=precision,
             )
-            hits.append(replace(hit, rank=j + 1, ordinal=i))
+            for j, hit in zip(at.tolist(), made, strict=True):
+                out[j] = replace(hit, rank=j + 1, ordinal=int(idx[j]))
+        hits = [h for h in out if h is not None]
         return hits
 
     # --- citations and the whole picture -----------------------------------------
