@@ -51,11 +51,12 @@ def make_filter(source: str | None = None, section: str | None = None) -> Filter
 
 
 class FilterIndex:
-    """The ordinals each filter keeps, computed once per filter for an open file."""
+    """The ordinals each filter keeps, computed once per filter (the 16 latest are kept)."""
 
     def __init__(self, store: ChunkStore) -> None:
         self._store = store
-        self._allowed = lru_cache(maxsize=64)(self._compute)
+        # Bounded: filters come from requests too; each entry is up to 8 bytes per chunk.
+        self._allowed = lru_cache(maxsize=16)(self._compute)
 
     def allowed(self, where: Filter | None) -> np.ndarray | None:
         """Sorted ordinals the filter keeps, or None for no filter (every chunk)."""
