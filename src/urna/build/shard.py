@@ -27,6 +27,7 @@ from urna.embed.base import THREADS_VARIABLE, Embedder
 from urna.embed.registry import resolve
 from urna.errors import BuildError
 from urna.ingest.chunker import ChunkSpan, chunk_documents
+from urna.ingest.context import NO_CONTEXT, RECIPES, embedded_texts
 from urna.search.corpus import Corpus, open_corpus
 
 
@@ -57,7 +58,7 @@ class ShardReport:
 
 
 class PreviousShards:
-    """Vectors of earlier shards, by the exact text they embed (the ``get_many`` of a cache)."""
+    """Vectors of earlier shards, by the exact text they embedded (the ``get_many`` of a cache)."""
 
     def __init__(self, paths: Sequence[Path], model_hash: str, dim: int) -> None:
         self._shards: list[Corpus] = []
@@ -68,15 +69,21 @@ class PreviousShards:
             except Exception:  # an unreadable earlier shard is only a missed reuse
                 continue
             usable = (
-                shard.model_hash == model_hash and shard.dim == dim and shard.dtype == "float32"
+                shard.model_hash == model_hash
+                and shard.dim == dim
+                and shard.dtype == "float32"
+                and shard.manifest.get("embed_context", NO_CONTEXT) in RECIPES
             )
             if not usable:
                 shard.close()
                 continue
             self._shards.append(shard)
             s = len(self._shards) - 1
-            for i in range(shard.n_chunks):
-                self._where.setdefault(shard.chunk(i).text, (s, i))
+            # Keyed by the text each vector embedded, under the recipe the shard records.
+            recipe = shard.manifest.get("embed_context", NO_CONTEXT)
+            chunks = [shard.chunk(i) for i in range(shard.n_chunks)]
+            for i, text in enumerate(embedded_texts(chunks, recipe)):
+                self._where.setdefault(text, (s, i))
 
     def get_many(self, model_hash: str, texts: Sequence[str], dim: int) -> list[np.ndarray | None]:
         out: list[np.ndarray | None] = []
@@ -151,7 +158,7 @@ def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
         raise BuildError(f"shard {task.index} has no chunk to write")
     previous = PreviousShards(task.previous, embedder.model_hash, embedder.dim)
     try:
-        texts = [s.text for s in spans]
+        texts = embedded_texts(spans)
         vectors, embedded, spaces = embed_all(
             spec, embedder, texts, previous, lambda _: None, False
         )

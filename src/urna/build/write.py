@@ -26,6 +26,8 @@ from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex
 from urna.index.hnsw import build_payload as build_hnsw
+from urna.ingest.context import RECIPES as CONTEXT_RECIPES
+from urna.ingest.context import embedded_texts
 from urna.search.fusion import FusionParams
 
 Dtype = Literal["float32", "float16", "int8"]
@@ -76,6 +78,7 @@ def build(
     rerank_copy: bool = False,
     spaces: Sequence[Mapping[str, Any]] = (),
     fusion: FusionParams | None = None,
+    embed_context: str | None = None,
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -84,11 +87,12 @@ def build(
     gives the same bytes: nothing time- or machine-dependent is written unless
     ``created`` is given. ``bm25=True`` adds the BM25 index (section 0x08) over
     each chunk's text and section path, and records ``fusion`` (default: calibrated,
-    C = 10, RRF k = 60) in the manifest; ``hnsw=True`` an HNSW index (0x07);
+    C = 0.5 x the query's idf sum, RRF k = 60) in the manifest; ``hnsw=True`` an HNSW index (0x07);
     ``graph=True`` (with hnsw) the chunk graph (0x0C); ``rerank_copy=True`` a
     float32 copy of quantized embeddings used to rerank (0x09). ``spaces`` adds
     named embedding spaces, each ``{"name", "model", "model_hash", "embeddings"}``
-    with one row per chunk (0x15 and 0x20 + i).
+    with one row per chunk (0x15 and 0x20 + i). ``embed_context`` records the recipe that
+    made the embedded texts (``urna.ingest.context``) when the vectors came from one.
     """
     items = list(chunks)
     if not items:
@@ -111,7 +115,8 @@ def build(
         created=created,
         title=title,
         description=description,
-        fusion=(fusion or FusionParams()) if bm25 else None,
+        fusion=(fusion or FusionParams.for_build()) if bm25 else None,
+        embed_context=embed_context,
         extra=extra_manifest or {},
     )
     decoded = {
@@ -123,7 +128,9 @@ def build(
         SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
     }
     stored: dict[int, bytes] = {int(sid): data for sid, data in decoded.items()}
-    stored.update(_index_sections(cols, matrix, bm25=bm25, hnsw=hnsw, graph=graph))
+    stored.update(
+        _index_sections(cols, matrix, bm25=bm25, hnsw=hnsw, graph=graph, context=embed_context)
+    )
     stored.update(_space_sections(spaces, n))
     if rerank_copy and dtype != "float32":
         stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
@@ -174,6 +181,7 @@ def _manifest(
     title: str | None,
     description: str | None,
     fusion: FusionParams | None,
+    embed_context: str | None,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     bm25, hnsw, graph = indexes
@@ -206,6 +214,12 @@ def _manifest(
     if fusion is not None:
         # The fusion `urna eval` measured best, recorded with the file; search reads it back.
         manifest["fusion"] = fusion.to_manifest()
+    if embed_context is not None:
+        if embed_context not in CONTEXT_RECIPES:
+            raise BuildError(
+                f"embed_context must be one of {', '.join(CONTEXT_RECIPES)}, got {embed_context!r}"
+            )
+        manifest["embed_context"] = embed_context
     for key, value in extra.items():
         if key in manifest:
             raise BuildError(f"extra manifest key {key!r} collides with a standard key")
@@ -220,16 +234,42 @@ def _manifest(
     return manifest
 
 
+def bm25_documents(cols: Columns, context: str | None) -> list[str]:
+    """What BM25 indexes per chunk: with a context recipe, the text the vector embedded (the
+    chunk in its context); without one, the chunk's text and its section path."""
+    if context is not None:
+        placed = [
+            ChunkInput(
+                t.decode("utf-8"),
+                u.decode("utf-8"),
+                0,
+                0,
+                section_path=p.decode("utf-8"),
+                source_ordinal=o,
+            )
+            for t, u, p, o in zip(
+                cols.texts, cols.uris, cols.section_paths, cols.source_ordinals, strict=True
+            )
+        ]
+        return embedded_texts(placed, context)
+    return [
+        (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
+        for t, p in zip(cols.texts, cols.section_paths, strict=True)
+    ]
+
+
 def _index_sections(
-    cols: Columns, matrix: np.ndarray, *, bm25: bool, hnsw: bool, graph: bool
+    cols: Columns,
+    matrix: np.ndarray,
+    *,
+    bm25: bool,
+    hnsw: bool,
+    graph: bool,
+    context: str | None,
 ) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     if bm25:
-        documents = [
-            (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
-            for t, p in zip(cols.texts, cols.section_paths, strict=True)
-        ]
-        out[SectionId.BM25_INDEX] = build_bm25(documents)
+        out[SectionId.BM25_INDEX] = build_bm25(bm25_documents(cols, context))
     if hnsw:
         ann = build_hnsw(matrix)
         out[SectionId.HNSW_INDEX] = ann

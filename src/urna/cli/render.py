@@ -200,6 +200,8 @@ def eval_report(report: Any) -> str:
             f"{'built now' if report.built else 'reused'})",
         ),
         kv("model", report.model),
+        kv("queries", report.queries_file),
+        kv("default fusion", report.default_fusion),
         "",
         f"{'mode':<8} {'fusion':<11} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'queries':>8} "
         f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}",

@@ -31,6 +31,16 @@ from urna.evaluate.run import run_eval
     default=None,
     help="Build (or reuse) the corpus as a collection of this many shards.",
 )
+@click.option(
+    "--queries",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Another query file (JSONL: _id, text) over the same corpus.",
+)
+@click.option(
+    "--qrels",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Judgements for --queries (TSV: query-id, corpus-id, score; default: the split's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--progress/--quiet", default=None, help="Stage lines on stderr.")
 def eval_cmd(
@@ -40,6 +50,8 @@ def eval_cmd(
     rebuild: bool,
     split: str,
     shards: int | None,
+    queries: Path | None,
+    qrels: Path | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -52,6 +64,8 @@ def eval_cmd(
         rebuild=rebuild,
         split=split,
         shards=shards,
+        queries=queries,
+        qrels=qrels,
         report=(lambda m: click.echo(m, err=True)) if show else (lambda m: None),
     )
     out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))

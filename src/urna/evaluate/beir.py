@@ -21,30 +21,78 @@ class Collection:
     qrels: dict[str, dict[str, int]]
 
 
-def load_collection(folder: Path, *, split: str = "test") -> Collection:
-    """Queries that have judgements in ``qrels.tsv`` (``qrels_<split>.tsv`` for other splits)."""
-    qrels_path = folder / ("qrels.tsv" if split == "test" else f"qrels_{split}.tsv")
-    queries_path = folder / ("queries.jsonl" if split == "test" else f"queries_{split}.jsonl")
-    for path in (folder / "corpus.jsonl", queries_path, qrels_path):
+def load_collection(
+    folder: Path,
+    *,
+    split: str = "test",
+    queries: Path | None = None,
+    qrels: Path | None = None,
+) -> Collection:
+    """Queries that have judgements: the split's (``queries.jsonl`` and ``qrels.tsv`` for
+    test, ``queries_<split>.jsonl`` and ``qrels_<split>.tsv`` otherwise), or another query
+    file (and judgement file) over the same corpus."""
+    qrels_path = qrels or folder / ("qrels.tsv" if split == "test" else f"qrels_{split}.tsv")
+    queries_path = queries or folder / (
+        "queries.jsonl" if split == "test" else f"queries_{split}.jsonl"
+    )
+    for path, given in ((folder / "corpus.jsonl", False), (queries_path, bool(queries)),
+                        (qrels_path, bool(qrels))):  # fmt: skip
         if not path.is_file():
-            raise BuildError(f"not a BEIR folder: {path} is missing")
+            raise BuildError(
+                f"file not found: {path}" if given else f"not a BEIR folder: {path} is missing"
+            )
+    judged = read_qrels(qrels_path)
+    asked = read_queries(queries_path)
+    return Collection(folder, {q: t for q, t in asked.items() if q in judged}, judged)
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """A TREC/BEIR judgement file: a ``query-id, corpus-id, score`` header, then tab-separated
+    rows with an integer score."""
     qrels: dict[str, dict[str, int]] = {}
-    with open(qrels_path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None or header[:2] != ["query-id", "corpus-id"]:
-            raise BuildError(f"{qrels_path}: expected a query-id, corpus-id, score header")
-        for row in reader:
-            if len(row) >= 3:
-                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-    queries = {}
-    with open(queries_path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                obj = json.loads(line)
-                if str(obj["_id"]) in qrels:
-                    queries[str(obj["_id"])] = obj["text"]
-    return Collection(folder, queries, qrels)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, delimiter="\t")
+            header = next(reader, None)
+            if header is None or header[:2] != ["query-id", "corpus-id"]:
+                raise BuildError(f"{path}: expected a query-id, corpus-id, score header")
+            for line, row in enumerate(reader, 2):
+                if not row:
+                    continue
+                if len(row) < 3:
+                    raise BuildError(f"{path}:{line}: expected 3 tab-separated fields")
+                try:
+                    score = int(row[2])
+                except ValueError:
+                    raise BuildError(f"{path}:{line}: score {row[2]!r} is not an integer") from None
+                qrels.setdefault(row[0], {})[row[1]] = score
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"{path}: not UTF-8 ({exc.reason})") from None
+    return qrels
+
+
+def read_queries(path: Path) -> dict[str, str]:
+    """A BEIR query file: one JSON object per line with ``_id`` and ``text``."""
+    queries: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line, raw in enumerate(handle, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except (json.JSONDecodeError, RecursionError):
+                    raise BuildError(f"{path}:{line}: not a JSON object") from None
+                if (
+                    not isinstance(obj, dict)
+                    or not isinstance(obj.get("_id"), str | int)
+                    or not isinstance(obj.get("text"), str)
+                ):
+                    raise BuildError(f"{path}:{line}: expected an object with _id and text")
+                queries[str(obj["_id"])] = obj["text"]
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"{path}: not UTF-8 ({exc.reason})") from None
+    return queries
 
 
 def doc_id(source_uri: str) -> str:

@@ -42,6 +42,8 @@ class EvalReport:
     model: str
     chunks: int
     built: bool
+    default_fusion: str
+    queries_file: str
     rows: list[EvalRow] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -64,12 +66,16 @@ def run_eval(
     runs: tuple[tuple[str, str], ...] = RUNS,
     report: Report = lambda _: None,
     shards: int | None = None,
+    queries: Path | None = None,
+    qrels: Path | None = None,
 ) -> EvalReport:
     """Build (or reuse) the collection's corpus as one file, or as a collection of ``shards``
-    shards, then score every mode on the split's judged queries."""
-    collection = load_collection(folder, split=split)
+    shards, then score every mode on the split's judged queries (or on ``queries``, judged
+    by ``qrels`` or the split's judgements)."""
+    collection = load_collection(folder, split=split, queries=queries, qrels=qrels)
     if not collection.queries:
-        raise BuildError(f"{folder}: no judged queries in the {split} split")
+        asked = queries or f"the {split} split"
+        raise BuildError(f"{folder}: no judged queries in {asked}")
     out = output or default_output(folder, model, shards)
     out.parent.mkdir(parents=True, exist_ok=True)
     built = False
@@ -85,7 +91,15 @@ def run_eval(
             run_build(spec, report=report, embedder=embedder)
         built = True
     with open_path(out) as corpus:
-        result = EvalReport(folder.name, str(out), corpus.model, corpus.n_chunks, built)
+        result = EvalReport(
+            folder.name,
+            str(out),
+            corpus.model,
+            corpus.n_chunks,
+            built,
+            corpus.fusion.default,
+            str(queries or folder / f"queries{'' if split == 'test' else '_' + split}.jsonl"),
+        )
         for mode, fusion in runs:
             if mode in ("text", "hybrid") and not corpus.has_text_index:
                 continue

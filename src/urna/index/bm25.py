@@ -3,7 +3,8 @@
 Scoring is Okapi BM25 in its Lucene form, the same as bm25s's default:
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)), and a posting weighs
 idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)). Weights are computed at build
-time, so a query is a sum of stored weights over its (distinct) terms.
+time, so a query is a sum of stored weights over its terms, a term the query
+repeats counting once per occurrence (as Lucene's and bm25s's queries do).
 
 Payload (version 1), after the 12-byte prefix (u32 version, u64 count = terms):
 u64 n_docs, f32 k1, f32 b, f32 avgdl, u32 0, then the tokenizer name (u32
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,10 +27,10 @@ from urna.errors import FormatError
 from urna.format.layout import SectionId, section_label
 from urna.format.reader import Container
 from urna.format.sections import U32, StringTable
-from urna.index.tokenize import TOKENIZER_VERSION, tokenize
+from urna.index.tokenize import TOKENIZER_VERSION, TOKENIZERS, Tokenizer, tokenizer_for
 from urna.index.topk import top_k
 
-K1 = 1.2
+K1 = 1.5  # bm25s's default; files built before 2026-12 record 1.2, and are scored with it
 TF_CACHE_TERMS = 200_000  # recovered tf arrays a GlobalScorer keeps
 B = 0.75
 VERSION = 1
@@ -44,8 +46,13 @@ def _pad8(size: int) -> int:
     return -size % 8
 
 
-def build_payload(documents: Sequence[str], *, k1: float = K1, b: float = B) -> bytes:
-    """The 0x08 payload for these chunk texts (in file order)."""
+def build_payload(
+    documents: Sequence[str], *, k1: float = K1, b: float = B, tokenizer: str = TOKENIZER_VERSION
+) -> bytes:
+    """The 0x08 payload for these chunk texts (in file order), tokenized by ``tokenizer``."""
+    tokenize = tokenizer_for(tokenizer)
+    if tokenize is None:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}")
     n = len(documents)
     postings: dict[str, dict[int, int]] = {}
     lengths = np.zeros(n, dtype=np.uint32)
@@ -64,13 +71,13 @@ def build_payload(documents: Sequence[str], *, k1: float = K1, b: float = B) -> 
         row = postings[term]
         docs = np.fromiter(sorted(row), dtype=np.uint32, count=len(row))
         tf = np.array([row[d] for d in docs.tolist()], dtype=np.float64)
-        idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+        weight = idf(n, len(docs))
         ids_parts.append(docs)
-        weight_parts.append((idf * tf / (tf + norm[docs])).astype(np.float32))
+        weight_parts.append((weight * tf / (tf + norm[docs])).astype(np.float32))
         indptr[i + 1] = indptr[i] + len(docs)
     doc_ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.uint32)
     weights = np.concatenate(weight_parts) if weight_parts else np.empty(0, np.float32)
-    name = TOKENIZER_VERSION.encode("utf-8")
+    name = tokenizer.encode("utf-8")
     parts = [_HEAD.pack(VERSION, len(vocab), n, k1, b, avgdl, 0), U32.pack(len(name)), name]
     for term in vocab:
         raw = term.encode("utf-8")
@@ -92,6 +99,14 @@ class TextHits:
     ordinals: np.ndarray
     scores: np.ndarray
     query_tokens: list[str]
+    # The sum of idf over the query's known terms, each as often as the query holds it:
+    # the score a chunk would approach by holding every term many times. Fusion scales by it.
+    idf_sum: float = 0.0
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Lucene's BM25 idf."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 class BM25Index:
@@ -117,8 +132,10 @@ class BM25Index:
         if pos > size:
             raise _bad("tokenizer name runs past the end")
         self.tokenizer = bytes(payload[_HEAD.size + 4 : pos]).decode("utf-8", "replace")
-        if self.tokenizer != TOKENIZER_VERSION:
-            raise _bad(f"tokenizer {self.tokenizer!r} is not {TOKENIZER_VERSION!r}")
+        tokenize = tokenizer_for(self.tokenizer)
+        if tokenize is None:
+            raise _bad(f"tokenizer {self.tokenizer!r} is not one of {', '.join(TOKENIZERS)}")
+        self.tokenize: Tokenizer = tokenize
         # The vocabulary is a string table starting at pos; walk it with a fake 12-byte prefix.
         if count > (size - pos) // 4:
             raise _bad(f"{count} terms cannot fit in {size} bytes")
@@ -171,30 +188,41 @@ class BM25Index:
                 raise _bad(f"term {i} is not valid UTF-8") from None
         return table
 
-    def term_ids(self, tokens: Sequence[str]) -> list[int]:
+    def term_counts(self, tokens: Sequence[str]) -> dict[int, int]:
+        """Term id -> how often the query holds it, for the known terms, in query order."""
         ids = self._ids
-        seen: dict[int, None] = {}
+        counts: dict[int, int] = {}
         for token in tokens:
             i = ids.get(token)
             if i is not None:
-                seen.setdefault(i)
-        return list(seen)
+                counts[i] = counts.get(i, 0) + 1
+        return counts
 
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
-        """BM25 of every chunk for the distinct known terms among ``tokens``."""
+        """BM25 of every chunk for the known terms among ``tokens``, each weighed by how
+        often the query repeats it."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        for i in self.term_ids(tokens):
+        for i, count in self.term_counts(tokens).items():
             start, end = int(self.indptr[i]), int(self.indptr[i + 1])
-            out[self.doc_ids[start:end]] += self.weights[start:end]
+            weights = self.weights[start:end]
+            out[self.doc_ids[start:end]] += weights if count == 1 else weights * np.float32(count)
         return out
 
     def search(self, text: str, k: int, allowed: np.ndarray | None = None) -> TextHits:
         """The k best chunks with a score > 0, ties in file order; ``allowed`` (sorted
         ordinals) restricts them to those chunks."""
-        tokens = tokenize(text)
+        tokens = self.tokenize(text)
         scores = self.scores(tokens)
         idx = positive_top(scores, k, allowed)
-        return TextHits(idx, scores[idx], tokens)
+        return TextHits(idx, scores[idx], tokens, self.idf_sum(tokens))
+
+    def idf_sum(self, tokens: Sequence[str]) -> float:
+        """Sum of idf over the known query terms, with the query's repeats."""
+        indptr = self.indptr
+        return sum(
+            count * idf(self.n_docs, int(indptr[i + 1] - indptr[i]))
+            for i, count in self.term_counts(tokens).items()
+        )
 
 
 def positive_top(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
@@ -214,6 +242,15 @@ class TermStats:
     total_length: int
     df: dict[str, int]
 
+    def idf_sum(self, tokens: Sequence[str]) -> float:
+        """Sum of idf over the query terms these statistics know, with the query's repeats
+        (what ``BM25Index.idf_sum`` gives for one file holding every document)."""
+        return sum(
+            count * idf(self.n_docs, self.df[token])
+            for token, count in Counter(tokens).items()
+            if self.df.get(token)
+        )
+
     @staticmethod
     def combine(parts: Sequence[TermStats]) -> TermStats:
         df: dict[str, int] = {}
@@ -223,9 +260,10 @@ class TermStats:
         return TermStats(sum(p.n_docs for p in parts), sum(p.total_length for p in parts), df)
 
 
-def _exact_param(stored: float, build_value: float) -> float:
-    """The build's own float64 parameter when the stored float32 is its rounding."""
-    return build_value if float(np.float32(build_value)) == stored else stored
+def _exact_param(stored: float) -> float:
+    """The build's own float64 parameter: the shortest decimal that rounds to the stored
+    float32 (1.2 for the float32 nearest 1.2), as the build wrote it."""
+    return float(str(np.float32(stored)))
 
 
 class GlobalScorer:
@@ -240,8 +278,8 @@ class GlobalScorer:
 
     def __init__(self, index: BM25Index) -> None:
         self.index = index
-        self.k1 = _exact_param(index.k1, K1)
-        self.b = _exact_param(index.b, B)
+        self.k1 = _exact_param(index.k1)
+        self.b = _exact_param(index.b)
         self.lengths = index.doc_len.astype(np.float64)
         self.total_length = int(index.doc_len.sum(dtype=np.int64))
         self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
@@ -264,7 +302,7 @@ class GlobalScorer:
             start, end = int(index.indptr[i]), int(index.indptr[i + 1])
             dl = self.lengths[index.doc_ids[start:end]]
             df_local = end - start
-            idf_local = math.log(1 + (n - df_local + 0.5) / (df_local + 0.5))
+            idf_local = idf(n, df_local)
             norm_local = self.k1 * (1 - self.b + self.b * dl / (self.avgdl or 1.0))
             ratio = index.weights[start:end].astype(np.float64) / idf_local
             found = np.rint(norm_local * ratio / (1 - ratio))
@@ -277,7 +315,7 @@ class GlobalScorer:
         out = np.zeros(index.n_docs, dtype=np.float32)
         avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
         norm_all: np.ndarray | None = None
-        for token in dict.fromkeys(tokens):
+        for token, count in Counter(tokens).items():
             i = index.term_index.get(token)
             if i is None:
                 continue
@@ -287,8 +325,9 @@ class GlobalScorer:
             docs = index.doc_ids[start:end]
             tf = self._tf(i)
             df = stats.df.get(token, end - start)
-            idf = math.log(1 + (stats.n_docs - df + 0.5) / (df + 0.5))
-            out[docs] += (idf * tf / (tf + norm_all[docs])).astype(np.float32)
+            weight = idf(stats.n_docs, df)
+            weights = (weight * tf / (tf + norm_all[docs])).astype(np.float32)
+            out[docs] += weights if count == 1 else weights * np.float32(count)
         return out
 
 

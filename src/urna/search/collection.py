@@ -27,7 +27,7 @@ from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog
 from urna.index.bm25 import TermStats, TextHits
-from urna.index.tokenize import tokenize
+from urna.index.tokenize import tokenize, tokenizer_for
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
 from urna.search.corpus import Vector
@@ -206,15 +206,17 @@ class Collection(TextSearching):
                 parts.append((idx + offset, scores))
             return merge_top(parts, depth)
 
+        tokenize_query = tokenizer_for(self.catalog.tokenizer_version or "") or tokenize
+
         def text_top(text: str, depth: int) -> TextHits:
-            tokens = tokenize(text)
+            tokens = tokenize_query(text)
             stats = TermStats.combine([s.term_stats(tokens) for s, _ in shards])  # round 1
             parts = []
             for shard, offset in shards:  # round 2: every shard scores with the global stats
                 idx, scores = shard.text_top(tokens, stats, depth, source, section)
                 parts.append((idx + offset, scores))
             idx, scores = merge_top(parts, depth)
-            return TextHits(idx, scores, tokens)
+            return TextHits(idx, scores, tokens, stats.idf_sum(tokens))
 
         searched = sum(s.count(source, section) for s in self.shards)
         return Candidates(vector_top, text_top if self.has_text_index else None, searched)

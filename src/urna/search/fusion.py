@@ -5,9 +5,20 @@ the cosine clamped to [0, 1]; text: s / (s + C) for a BM25 score s), and a
 chunk's fused score is the mean over both methods, a method that did not
 return it counting 0. RRF: the sum of 1 / (k + rank) over the methods.
 
-The parameters (the default fusion, C and k) are read from the file's manifest
-(``fusion``), where the build recorded them; a file without that object gets the
-defaults below, and a recorded value that is not understood is refused.
+C is either fixed (``text_scale: "fixed"``, C = ``text_calibration``; SEARCH.md's
+rule, C = 10) or scaled by the query (``text_scale: "query_idf"``, C =
+``text_calibration`` x the sum of idf over the query's terms, repeats included).
+A BM25 score grows with the number of query terms, so a fixed C saturates on
+long queries (every good chunk's text confidence near 1) and weighs text too
+little on short ones; the sum of idf is the score a chunk would approach by
+holding every query term many times, so s / (s + c * idf_sum) asks what share
+of the query a chunk matches, whatever the query's length. Builds record
+``query_idf`` with c = 0.5, chosen on scifact's train split
+(``benchmarks/tune_fusion.py``); a file that records no ``text_scale`` keeps C fixed.
+
+The parameters (the default fusion, C, its scale and k) are read from the file's
+manifest (``fusion``), where the build recorded them; a file without that object
+gets the fixed defaults, and a recorded value that is not understood is refused.
 """
 
 from __future__ import annotations
@@ -24,8 +35,12 @@ from urna.errors import FormatError, QueryError
 Fusion = Literal["calibrated", "rrf"]
 FUSIONS: tuple[str, ...] = get_args(Fusion)
 DEFAULT_FUSION: Fusion = "calibrated"
-TEXT_CALIBRATION = 10.0
+TEXT_CALIBRATION = 10.0  # C when it is fixed (files that record no text_scale)
 RRF_K = 60
+TextScale = Literal["fixed", "query_idf"]
+TEXT_SCALES: tuple[str, ...] = get_args(TextScale)
+# What a build records: C = 0.5 x the query's idf sum.
+QUERY_IDF_CALIBRATION = 0.5
 
 
 @dataclass(frozen=True)
@@ -35,13 +50,28 @@ class FusionParams:
     default: str = DEFAULT_FUSION
     text_calibration: float = TEXT_CALIBRATION
     rrf_k: int = RRF_K
+    text_scale: str = "fixed"
+
+    @classmethod
+    def for_build(cls) -> FusionParams:
+        """What a build records now: calibrated, C scaled by the query's idf sum."""
+        return cls(DEFAULT_FUSION, QUERY_IDF_CALIBRATION, RRF_K, "query_idf")
 
     def to_manifest(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "default": self.default,
             "text_calibration": self.text_calibration,
             "rrf_k": self.rrf_k,
         }
+        if self.text_scale != "fixed":
+            out["text_scale"] = self.text_scale
+        return out
+
+    def calibration(self, idf_sum: float) -> float:
+        """C for one query (its idf sum counts when the scale is query_idf)."""
+        if self.text_scale == "query_idf":
+            return self.text_calibration * idf_sum if idf_sum > 0 else self.text_calibration
+        return self.text_calibration
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> FusionParams:
@@ -54,10 +84,14 @@ class FusionParams:
         default = recorded.get("default", DEFAULT_FUSION)
         if default not in FUSIONS:
             raise _bad(f"fusion.default {default!r} is not one of {', '.join(FUSIONS)}")
+        scale = recorded.get("text_scale", "fixed")
+        if scale not in TEXT_SCALES:
+            raise _bad(f"fusion.text_scale {scale!r} is not one of {', '.join(TEXT_SCALES)}")
         return cls(
             default,
             _positive(recorded, "text_calibration", TEXT_CALIBRATION),
             int(_positive(recorded, "rrf_k", RRF_K, integer=True)),
+            scale,
         )
 
     def choose(self, fusion: str | None) -> str:
@@ -103,9 +137,11 @@ def fuse(
     *,
     fusion: str,
     params: FusionParams,
+    idf_sum: float = 0.0,
 ) -> list[Fused]:
     """All candidates of every method (name -> (ordinals, scores), best first), best fused
-    score first, ties in file order."""
+    score first, ties in file order. ``idf_sum`` is the text query's (for a scaled C)."""
+    calibration = params.calibration(idf_sum)
     table: dict[int, Fused] = {}
     for name, (ordinals, scores) in methods.items():
         for rank, (i, s) in enumerate(zip(ordinals.tolist(), scores.tolist(), strict=True), 1):
@@ -117,10 +153,6 @@ def fuse(
             entry.score = sum(1.0 / (params.rrf_k + r["rank"]) for r in entry.ranks.values())
         else:
             entry.score = (
-                sum(
-                    confidence(m, r["score"], params.text_calibration)
-                    for m, r in entry.ranks.items()
-                )
-                / count
+                sum(confidence(m, r["score"], calibration) for m, r in entry.ranks.items()) / count
             )
     return sorted(table.values(), key=lambda e: (-e.score, e.ordinal))

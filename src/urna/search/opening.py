@@ -52,6 +52,8 @@ def open_collection(folder: Path, *, verify: Verify = "full") -> Collection:
         for shard in shards[1:]:
             if shard.fusion != first.fusion:
                 raise _bad(f"shard {shard.path.name} records another fusion than the first")
+            if shard.manifest.get("embed_context") != first.manifest.get("embed_context"):
+                raise _bad(f"shard {shard.path.name} records another embed_context than the first")
     except BaseException:
         for shard in shards:
             shard.close()
@@ -67,6 +69,7 @@ def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: 
         ("model_hash", shard.model_hash, catalog.model_hash),
         ("embedding_dim", shard.dim, catalog.dim),
         ("chunker_version", shard.manifest["chunker_version"], catalog.chunker_version),
+        ("tokenizer", shard.bm25.tokenizer if shard.bm25 else None, catalog.tokenizer_version),
     )
     for what, found, expected in checks:
         if found != expected:

@@ -111,7 +111,10 @@ def rank(
     assert vector is not None
     hits = text_top(text, candidates or default_candidates(k))
     fused = fuse(
-        {"vector": vector, "text": (hits.ordinals, hits.scores)}, fusion=fusion, params=params
+        {"vector": vector, "text": (hits.ordinals, hits.scores)},
+        fusion=fusion,
+        params=params,
+        idf_sum=hits.idf_sum,
     )[:k]
     return Ranked(
         "hybrid",
