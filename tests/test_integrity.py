@@ -302,11 +302,14 @@ def test_overlapping_sections(tmp_path: Path) -> None:
     _refused(path, "overlaps section")
 
 
-def test_non_hex_chunk_id_digest_fails_validate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("byte", [b"G", b"\xff"])
+def test_non_hex_chunk_id_digest_is_refused_at_open(tmp_path: Path, byte: bytes) -> None:
     def edit(parts) -> None:  # type: ignore[no-untyped-def]
         enc, payload = parts.sections[1]
-        parts.sections[1] = (enc, payload[:30] + b"G" + payload[31:])
+        parts.sections[1] = (enc, payload[:30] + byte + payload[31:])
 
     path = _forge(tmp_path, edit)
-    urna.open(path).close()  # structure holds: 71 bytes starting sha256:
-    assert_error(run("validate", str(path)), "chunk id 0 is not sha256:<64 lowercase hex>")
+    with pytest.raises(urna.FormatError, match="chunk id 0 is not sha256:<64 lowercase hex>"):
+        urna.open(path)  # an id is printed and sent as text: not UTF-8 is refused up front
+    for verb in ("validate", "stats"):
+        assert_error(run(verb, str(path)), "chunk id 0 is not sha256:<64 lowercase hex>")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_models, run
+from tests.conftest import assert_error, needs_models, run
 from urna.evaluate.metrics import mrr_at, ndcg_at, recall_at
 
 
@@ -51,6 +51,7 @@ def test_eval_command_on_a_small_collection(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["built"] is True and report["chunks"] == 4
+    assert report["default_fusion"] == "calibrated"
     rows = {(r["mode"], r["fusion"]): r for r in report["rows"]}
     assert set(rows) == {
         ("text", "-"),
@@ -71,6 +72,43 @@ def test_eval_command_on_a_small_collection(tmp_path: Path) -> None:
     assert (sharded / "catalog.json").is_file()
     for row in json.loads(shards.stdout)["rows"]:
         assert row["ndcg10"] == pytest.approx(rows[(row["mode"], row["fusion"])]["ndcg10"])
+    # Another query set over the same corpus, judged by its own qrels (unjudged queries skipped).
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        json.dumps({"_id": "q1", "text": "vitamin c and colds"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "unjudged"})
+        + "\n"
+    )
+    judged = tmp_path / "other.tsv"
+    judged.write_text("query-id\tcorpus-id\tscore\nq1\tb\t1\n")
+    asked = run("eval", str(folder), "-o", str(out), "--queries", str(other), "--qrels", str(judged))
+    assert asked.exit_code == 0, asked.stderr
+    assert "other.jsonl" in asked.stdout
+    scored = json.loads(
+        run(
+            "eval", str(folder), "-o", str(out), "--queries", str(other), "--qrels", str(judged),
+            "--json",
+        ).stdout
+    )  # fmt: skip
+    assert scored["queries_file"] == str(other)
+    assert {r["queries"] for r in scored["rows"]} == {1}
+    # Bad input: one precise error each.
     bad = tmp_path / "bad"
     bad.mkdir()
     assert "not a BEIR folder" in run("eval", str(bad)).stderr
+    missing = run("eval", str(folder), "-o", str(out), "--queries", str(tmp_path / "none.jsonl"))
+    assert_error(missing, "file not found")
+    unjudged = run("eval", str(folder), "-o", str(out), "--queries", str(other))
+    assert_error(unjudged, "no judged queries")
+    (tmp_path / "broken.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tb\tabc\n")
+    assert_error(
+        run("eval", str(folder), "-o", str(out), "--queries", str(other),
+            "--qrels", str(tmp_path / "broken.tsv")),
+        "broken.tsv:2: score 'abc' is not an integer",
+    )  # fmt: skip
+    (tmp_path / "broken.jsonl").write_text('{"_id": "q1", "text": "a"}\n{oops\n')
+    assert_error(
+        run("eval", str(folder), "-o", str(out), "--queries", str(tmp_path / "broken.jsonl")),
+        "broken.jsonl:2: not a JSON object",
+    )

@@ -46,6 +46,7 @@ from typing import Any
 from urna.build.write import DTYPES
 from urna.embed.registry import DEFAULT_MODEL
 from urna.errors import BuildError
+from urna.format.regular import describe, read_regular
 
 METADATA_KEYS = ("title", "description", "version", "license", "authors")
 
@@ -143,13 +144,20 @@ def _spaces(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return spaces
 
 
+MAX_SPEC = 1 << 20
+
+
 def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_SPEC)
     except FileNotFoundError:
         raise BuildError(f"spec not found: {path}") from None
     except IsADirectoryError:
         raise BuildError(f"spec is a directory: {path}") from None
+    except OSError as exc:
+        raise BuildError(f"spec: {describe(path, exc)}") from None
+    if len(raw) > MAX_SPEC:
+        raise BuildError(f"spec {path} is larger than {MAX_SPEC} bytes")
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

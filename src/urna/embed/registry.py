@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from urna.embed.base import Embedder
-from urna.embed.hub import MINILM, bundled_minilm
+from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
 from urna.embed.transformer import TransformerEmbedder
 from urna.errors import ModelError
@@ -49,20 +49,26 @@ def _from_folder(folder: Path, name: str) -> Embedder:
     raise ModelError(f"{folder} is neither a model2vec nor a sentence-transformers model folder")
 
 
-_LOADED: dict[tuple[str, str | None], Embedder] = {}
+_LOADED: dict[tuple[str, str | None, bool], Embedder] = {}
 
 
-def resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+def resolve(
+    name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
+) -> Embedder:
     """The embedder for a model name (one per process and name: weights load once);
-    ``model_path`` loads that name's files from a folder."""
-    key = (canonical(name), str(model_path) if model_path is not None else None)
+    ``model_path`` loads that name's files from a folder. ``download=False`` (a model that a
+    file names) never contacts the hub unless the user set URNA_ALLOW_DOWNLOAD=1."""
+    download = download or downloads_allowed()
+    key = (canonical(name), str(model_path) if model_path is not None else None, download)
     found = _LOADED.get(key)
     if found is None:
-        found = _LOADED[key] = _resolve(name, model_path=model_path)
+        found = _LOADED[key] = _resolve(name, model_path=model_path, download=download)
     return found
 
 
-def _resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+def _resolve(
+    name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
+) -> Embedder:
     name = canonical(name)
     if model_path is not None:
         folder = Path(model_path)
@@ -74,11 +80,11 @@ def _resolve(name: str, *, model_path: str | os.PathLike[str] | None = None) -> 
     if name == MINILM_STATIC:
         return StaticEmbedder(MINILM_STATIC)
     if name.startswith("st:"):
-        return TransformerEmbedder(name[3:], name[3:])
+        return TransformerEmbedder(name[3:], name[3:], download=download)
     if name.startswith("m2v:"):
-        return StaticEmbedder(name[4:], name[4:])
+        return StaticEmbedder(name[4:], name[4:], download=download)
     if name.startswith("minishlab/"):
-        return StaticEmbedder(name, name)
+        return StaticEmbedder(name, name, download=download)
     path = Path(name)
     if path.is_dir():
         return _from_folder(path, path.name)

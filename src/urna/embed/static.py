@@ -70,9 +70,12 @@ def distilled_minilm() -> Path:
 class StaticEmbedder:
     """A model2vec StaticModel from a folder (or a hub name such as minishlab/potion-base-8M)."""
 
-    def __init__(self, name: str, source: str | Path | None = None) -> None:
+    def __init__(
+        self, name: str, source: str | Path | None = None, *, download: bool = True
+    ) -> None:
         self._name = name
         self._source = source
+        self._download = download
 
     @property
     def name(self) -> str:
@@ -83,7 +86,7 @@ class StaticEmbedder:
         if self._source is None:
             return distilled_minilm()
         path = Path(self._source)
-        return path if path.is_dir() else hub_snapshot(str(self._source))
+        return path if path.is_dir() else hub_snapshot(str(self._source), download=self._download)
 
     @cached_property
     def _model(self) -> Any:

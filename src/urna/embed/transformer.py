@@ -22,9 +22,10 @@ BATCH = 32
 class TransformerEmbedder:
     """A sentence-transformers model from a local folder (or a hub name, with a network)."""
 
-    def __init__(self, name: str, source: str | Path) -> None:
+    def __init__(self, name: str, source: str | Path, *, download: bool = True) -> None:
         self._name = name
         self._source = source
+        self._download = download
 
     @property
     def name(self) -> str:
@@ -35,7 +36,7 @@ class TransformerEmbedder:
         path = Path(self._source)
         if path.is_dir():
             return path
-        return hub_snapshot(str(self._source))
+        return hub_snapshot(str(self._source), download=self._download)
 
     @cached_property
     def dim(self) -> int:

@@ -3,7 +3,7 @@
 A full open proves the bytes are the bytes that were written. The audit also
 proves they are self-consistent: every chunk_id is recomputed from the text,
 source, span and chunker version it claims to identify, ids are unique, and
-every embedding row is walked for NaN/Inf.
+every embedding row is walked for NaN/Inf and a norm other than 1.
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ def audit(container: Container) -> AuditReport:
     if row is not None:
         raise FormatError(
             f"NaN or Inf detected in embeddings (row {row})",
+            check=16,
+            section=f"section {section_label(SectionId.EMBEDDINGS)}",
+        )
+    off = container.matrix.first_not_unit()
+    if off is not None:
+        raise FormatError(
+            f"embedding row {off[0]} has L2 norm {off[1]:.6g}; the manifest says rows are "
+            "L2-normalized",
             check=16,
             section=f"section {section_label(SectionId.EMBEDDINGS)}",
         )

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from urna.errors import FileError, FormatError
+from urna.format.manifest import strict_loads
+from urna.format.regular import describe, read_regular
 
 CATALOG = "catalog.json"
 KIND = "urna.collection"
@@ -119,18 +121,17 @@ def read_catalog(folder: Path) -> tuple[Catalog, bytes]:
     """The folder's catalog, checked, and its bytes (whose SHA-256 is the version)."""
     path = folder / CATALOG
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CATALOG + 1)
+        raw = read_regular(path, MAX_CATALOG)
     except FileNotFoundError:
         raise FileError(f"not a collection: {path} not found") from None
     except OSError as exc:
-        raise FileError(f"cannot read {path}: {exc.strerror}") from None
+        raise FileError(describe(path, exc)) from None
     if len(raw) > MAX_CATALOG:
         raise _bad(f"larger than {MAX_CATALOG} bytes")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _bad(f"not valid JSON ({type(exc).__name__})") from None
+        doc = strict_loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(f"not valid JSON ({exc})") from None
     catalog = parse_catalog(doc)
     if raw != catalog.encode():
         raise _bad("not in canonical form (sorted keys, no spaces, one final newline)")

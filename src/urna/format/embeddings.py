@@ -120,6 +120,18 @@ class Matrix:
             out *= self.scales
         return out
 
+    def first_not_unit(self) -> tuple[int, float] | None:
+        """The first row whose L2 norm is not 1 within what the stored precision allows, and
+        its norm (the manifest says rows are L2-normalized; a huge finite row would make
+        every score NaN or infinite), or None."""
+        tolerance = {Encoding.RAW: 1e-3, Encoding.FLOAT16: 1e-2}.get(self.encoding, 5e-2)
+        for start, block in self.blocks():
+            norms = np.sqrt(np.square(block.astype(np.float64)).sum(axis=1))
+            off = np.flatnonzero(~(np.abs(norms - 1.0) <= tolerance))
+            if len(off):
+                return start + int(off[0]), float(norms[off[0]])
+        return None
+
     def first_non_finite(self) -> int | None:
         """Index of the first row holding NaN or Inf (for int8: a bad scale), or None."""
         if self.scales is not None:

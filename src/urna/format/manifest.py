@@ -84,10 +84,43 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+MAX_JSON_DEPTH = 64
+
+
+def strict_loads(text: str) -> Any:
+    """Parse strict JSON: no NaN, no duplicate keys, nesting at most MAX_JSON_DEPTH deep, no
+    lone surrogate (``"\\ud800"`` parses but can never be printed as UTF-8). ValueError else."""
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:  # iterative: a deep value must not exhaust the stack here either
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _printable(item)
+        elif isinstance(item, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(item, dict):
+                for key in item:
+                    _printable(key)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+    return value
+
+
+def _printable(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string holds a lone surrogate (not valid Unicode)") from None
+
+
 def loads_object(data: bytes) -> dict[str, Any]:
-    """Parse strict JSON (no NaN, no duplicate keys) that must be an object."""
-    text = data.decode("utf-8")
-    value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    """Parse strict JSON (see ``strict_loads``) that must be an object."""
+    value = strict_loads(data.decode("utf-8"))
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value

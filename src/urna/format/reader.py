@@ -20,7 +20,6 @@ import hashlib
 import itertools
 import mmap
 import os
-import stat
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,12 +54,18 @@ from urna.format.layout import (
     section_label,
     section_name,
 )
+from urna.format.regular import NotRegular, open_regular
 from urna.format.spaces import Space
 from urna.format.writer import header_checksum
 
 Verify = Literal["full", "trusted"]
 MAX_SECTIONS = 4096
 MAX_DECODED_SECTION = 1 << 34  # 16 GiB: refuse zstd payloads claiming more
+# A zstd frame may claim at most this many times its stored size (or ZSTD_FLOOR, whichever
+# is larger): urna's own sections compress 1-5x, so a frame claiming more is a bomb, refused
+# before the decoder allocates what it claims.
+ZSTD_RATIO = 256
+ZSTD_FLOOR = 64 << 20
 PARALLEL_HASH_MIN = 1 << 20  # below this size, hashing on threads costs more than it saves
 
 
@@ -332,21 +337,22 @@ class Container:
 
 def _map(path: Path) -> tuple[mmap.mmap | None, int]:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)  # non-blocking: a FIFO is refused, never waited on
     except FileNotFoundError:
         raise FileError(f"file not found: {path}") from None
     except IsADirectoryError:
         raise FileError(f"not a file: {path} is a directory") from None
     except PermissionError:
         raise FileError(f"permission denied: {path}") from None
+    except NotRegular as exc:
+        message = str(exc)
+        if message.endswith("a directory"):
+            raise FileError(f"not a file: {path} is a directory") from None
+        raise FileError(f"not a regular file: {path}") from None
     except OSError as exc:
         raise FileError(f"cannot open {path}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise FileError(f"not a file: {path} is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise FileError(f"not a regular file: {path}")
         if st.st_size == 0:
             return None, 0
         try:
@@ -364,6 +370,13 @@ def _unzstd(entry: Entry, stored: memoryview) -> bytes:
         size = zstandard.frame_content_size(stored)
         if size < 0 or size > MAX_DECODED_SECTION:
             raise fail(8, where, f"zstd payload of section {sid} lacks a usable content size")
+        if size > max(ZSTD_FLOOR, ZSTD_RATIO * len(stored)):
+            raise fail(
+                8,
+                where,
+                f"zstd payload of section {sid} claims {size} bytes from {len(stored)} stored "
+                f"(over {ZSTD_RATIO}x): refused as a decompression bomb",
+            )
         out = zstandard.ZstdDecompressor().decompress(stored, max_output_size=max(size, 1))
     except zstandard.ZstdError as exc:
         raise fail(8, where, f"zstd payload of section {sid} is invalid: {exc}") from None

@@ -214,11 +214,9 @@ def decode_chunk_meta(section: int, payload: memoryview, count: int) -> ChunkMet
 
 
 def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarray:
-    """The chunk ids as an (n, 71) uint8 view: each 71 bytes starting ``sha256:``.
-
-    That the 64 digest characters are lowercase hex is checked by the audit
-    (``urna validate``), which recomputes every id anyway.
-    """
+    """The chunk ids as an (n, 71) uint8 view: each ``sha256:`` and 64 lowercase hex digits
+    (checked here, on every open: an id is printed and sent as text, so it must be ASCII;
+    the audit, ``urna validate``, also recomputes every id from its chunk)."""
     _check_prefix(section, payload, count)
     entry = 4 + CHUNK_ID_LEN
     expected = PREFIX.size + entry * count
@@ -238,6 +236,9 @@ def decode_chunk_ids(section: int, payload: memoryview, count: int) -> np.ndarra
     if not np.all(prefix_ok):
         i = int(np.flatnonzero(~prefix_ok)[0])
         raise _err(section, f"chunk id {i} is not sha256:<64 lowercase hex>")
+    bad_hex = first_non_hex_chunk_id(ids)
+    if bad_hex is not None:
+        raise _err(section, f"chunk id {bad_hex} is not sha256:<64 lowercase hex>")
     return ids
 
 

@@ -10,7 +10,6 @@ it names exists with exactly that size, and no band exists that it does not name
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,7 +68,7 @@ def decode_space_table(
     if version != PREFIX_VERSION:
         raise _bad(f"space table version {version}, expected {PREFIX_VERSION}")
     try:
-        raw = json.loads(bytes(payload[PREFIX.size :]).decode("utf-8"))
+        raw = manifest_json.strict_loads(bytes(payload[PREFIX.size :]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise _bad(f"space table is not valid JSON: {exc}") from None
     if not isinstance(raw, list) or len(raw) != count or count > MAX_SPACES:

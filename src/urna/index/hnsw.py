@@ -17,6 +17,7 @@ import numpy as np
 from urna.errors import FormatError, missing_extra
 from urna.format.layout import SectionId, section_label
 from urna.format.reader import Container
+from urna.index.hnsw_check import check_graph
 
 VERSION = 1
 CONNECTIVITY = 32
@@ -24,6 +25,12 @@ EXPANSION_ADD = 128
 EXPANSION_SEARCH = 100
 _HEAD = struct.Struct("<IQIIII")
 WHERE = f"section {section_label(SectionId.HNSW_INDEX)}"
+_KINDS = {
+    "kind_metric": "Cos",
+    "kind_scalar": "I8",
+    "kind_key": "U64",
+    "kind_compressed_slot": "U32",
+}
 
 
 def _bad(message: str) -> FormatError:
@@ -78,6 +85,10 @@ class HNSWIndex:
             raise _bad(f"unreadable usearch header ({exc})") from None
         if not meta or meta.get("dimensions") != dim or meta.get("count_present") != count:
             raise _bad(f"usearch header disagrees: {meta}")
+        kinds = {k: str(meta.get(k, "")).rsplit(".", 1)[-1].split(":")[0] for k in _KINDS}
+        if kinds != _KINDS or meta.get("count_deleted") != 0:
+            raise _bad(f"usearch index is not a cos/i8 index keyed by u64 with u32 slots: {meta}")
+        check_graph(blob, int(count), int(dim), int(connectivity), _bad)
         try:
             index = index_cls(ndim=dim, metric="cos", dtype="i8", connectivity=connectivity)
             index.view(blob)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from urna.errors import BuildError, FileError
+from urna.format.regular import NotRegular, describe, open_regular
 
 FIELDS = ("text", "source_uri", "byte_start", "byte_end", "embedding")
 
@@ -43,21 +44,30 @@ def _int(value: object, name: str, line: int) -> int:
     return value
 
 
+MAX_LINE = 64 << 20  # characters in one JSONL line (a chunk and its vector)
+
+
 def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
     p = Path(path)
-    if p.is_dir():
-        raise FileError(f"not a file: {p} is a directory")
-    if not p.exists():
-        raise FileError(f"file not found: {p}")
+    try:
+        fd = open_regular(p)  # a FIFO or a device (/dev/zero) is refused, never read
+    except NotRegular as exc:
+        raise FileError(f"not a file: {exc}") from None
+    except FileNotFoundError:
+        raise FileError(f"file not found: {p}") from None
+    except OSError as exc:
+        raise FileError(describe(p, exc)) from None
     texts: list[str] = []
     uris: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     rows: list[list[float]] = []
     lines: list[int] = []
-    with open(p, encoding="utf-8") as handle:
+    with open(fd, encoding="utf-8") as handle:
         try:
-            for number, raw in enumerate(handle, 1):
+            for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE + 1), ""), 1):
+                if len(raw) > MAX_LINE:
+                    raise BuildError(f"line {number}: longer than {MAX_LINE} characters")
                 if not raw.strip():
                     continue
                 try:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from urna.format.regular import read_regular
 from urna.ingest.document import Document
 from urna.ingest.docx import load_docx
 from urna.ingest.html import load_html
@@ -61,6 +62,6 @@ def load(path: Path, source_uri: str) -> list[Document]:
     found = FORMATS.get(path.suffix.lower())
     if found is None:
         raise ValueError(f"unsupported file type {path.suffix or '(none)'}")
-    data = path.read_bytes()
+    data = read_regular(path)  # a FIFO or device named like a document is refused, not read
     result = found.loader(data, source_uri)
     return result if isinstance(result, list) else [result]

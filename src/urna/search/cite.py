@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from urna.errors import CitationError, SourceMismatchError
+from urna.format.regular import NotRegular, open_regular
 from urna.ingest.loaders import is_derived, load
 
 CITATION_RE = re.compile(r"urna://(sha256:[0-9a-f]{64})/(sha256:[0-9a-f]{64})")
@@ -33,19 +34,32 @@ def parse_citation(text: str) -> Citation:
 
 
 def resolve_source(source_uri: str, root: Path) -> Path:
-    """The local file a source_uri names: ``file://`` URI, absolute path, or relative to root."""
+    """The local file a source_uri names (``file://`` URI, absolute path, or relative to
+    root), which must lie inside ``root`` once symlinks and ``..`` are resolved: a shared
+    file's source_uri never makes urna read (and compare) a file outside the source root."""
     if source_uri.startswith("file://"):
-        return Path(unquote(urlparse(source_uri).path))
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source_uri):
+        path = Path(unquote(urlparse(source_uri).path))
+    elif re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", source_uri):
         raise CitationError(f"source {source_uri} is not a local file, so it cannot be re-read")
-    path = Path(source_uri)
-    return path if path.is_absolute() else root / path
+    else:
+        path = Path(source_uri)
+    full = path if path.is_absolute() else root / path
+    try:
+        real, boundary = full.resolve(), root.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        raise CitationError(f"source {source_uri} cannot be resolved") from None
+    if not real.is_relative_to(boundary):
+        raise CitationError(
+            f"source {source_uri} is outside the source root {boundary}: refused "
+            "(pass --source-root to choose the folder sources are read from)"
+        )
+    return real
 
 
 def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -> None:
     """Re-read bytes [byte_start, byte_end) of ``path``; raise unless they equal ``expected``."""
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular(path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if byte_end > size:
                 raise SourceMismatchError(
@@ -59,6 +73,10 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
         raise CitationError(f"source is a directory: {path}") from None
     except PermissionError:
         raise CitationError(f"source not readable: {path}") from None
+    except NotRegular:
+        raise CitationError(f"source is not a regular file: {path}") from None
+    except OSError as exc:
+        raise CitationError(f"cannot read source {path}: {exc.strerror or exc}") from None
     if actual != expected:
         at = next(
             (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None

@@ -191,7 +191,7 @@ class Collection(TextSearching):
         )
 
     def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
-        found = resolve(self.model, model_path=model_path)
+        found = resolve(self.model, model_path=model_path, download=False)
         check_gate(found, self.manifest)
         return found
 

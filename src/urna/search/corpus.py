@@ -183,7 +183,7 @@ class Corpus(FileView, TextSearching):
 
     def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
         """This file's own model (loaded once per process), after the model gate."""
-        found = resolve(self.model, model_path=model_path)
+        found = resolve(self.model, model_path=model_path, download=False)
         check_gate(found, self.manifest)
         return found
 

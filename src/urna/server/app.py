@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
@@ -20,25 +21,29 @@ OPEN_PATHS = ("/api/health",)
 
 
 class RateLimit:
-    """A token bucket per client address: ``rate`` requests a second, bursts of ``rate``."""
+    """A token bucket per client address: ``rate`` requests a second, bursts of ``rate``.
+
+    The address is the socket's peer (the server does not trust X-Forwarded-For), and the
+    table holds at most MAX_CLIENTS buckets, the least recently seen forgotten first.
+    """
+
+    MAX_CLIENTS = 10_000
 
     def __init__(self, rate: float) -> None:
         self.rate = rate
-        self.buckets: dict[str, tuple[float, float]] = {}
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self.lock = threading.Lock()
 
     def allow(self, client: str) -> bool:
         now = time.monotonic()
         with self.lock:
-            tokens, last = self.buckets.get(client, (self.rate, now))
+            tokens, last = self.buckets.pop(client, (self.rate, now))
             tokens = min(self.rate, tokens + (now - last) * self.rate)
-            if tokens < 1:
-                self.buckets[client] = (tokens, now)
-                return False
-            self.buckets[client] = (tokens - 1, now)
-            if len(self.buckets) > 10_000:  # forget idle clients
-                self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < 60}
-            return True
+            allowed = tokens >= 1
+            self.buckets[client] = (tokens - 1 if allowed else tokens, now)
+            while len(self.buckets) > self.MAX_CLIENTS:
+                self.buckets.popitem(last=False)
+            return allowed
 
 
 def create_app(dbs: Databases, *, token: str | None = None, max_rps: float = 0) -> FastAPI:

@@ -76,7 +76,14 @@ def serve(
         watcher.start()
     app = create_app(dbs, token=token, max_rps=max_rps)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            proxy_headers=False,  # the peer address is the client: X-Forwarded-For is not trusted
+        )
     finally:
         if watcher is not None:
             watcher.stop()
