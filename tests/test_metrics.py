@@ -82,7 +82,8 @@ def test_eval_command_on_a_small_collection(tmp_path: Path) -> None:
     )
     judged = tmp_path / "other.tsv"
     judged.write_text("query-id\tcorpus-id\tscore\nq1\tb\t1\n")
-    asked = run("eval", str(folder), "-o", str(out), "--queries", str(other), "--qrels", str(judged))
+    pair = ("--queries", str(other), "--qrels", str(judged))
+    asked = run("eval", str(folder), "-o", str(out), *pair)
     assert asked.exit_code == 0, asked.stderr
     assert "other.jsonl" in asked.stdout
     scored = json.loads(

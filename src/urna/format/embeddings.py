@@ -110,7 +110,8 @@ class Matrix:
         """
         q = np.asarray(query, dtype=np.float32)
         if self.encoding == Encoding.RAW:
-            return self.values @ q
+            with np.errstate(over="ignore", invalid="ignore"):  # a forged row: top_k drops it
+                return self.values @ q
         out = np.empty(self.n, dtype=np.float32)
         if self.encoding == Encoding.FLOAT16:
             _dot_float16(self.values, q, out)

@@ -26,7 +26,8 @@ def exact_top_k(
         idx = top_k(scores, k)
         return idx, scores[idx]
     if len(allowed) * 4 < matrix.n:  # selective: score only the allowed rows
-        scores = matrix.rows(allowed) @ query
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = matrix.rows(allowed) @ query
     else:
         scores = matrix.dot(query)[allowed]
     best = top_k(scores, k)
@@ -38,7 +39,8 @@ def rerank_top(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k best of distinct candidates by exact cosine over ``matrix``, ties in file order."""
     order = np.sort(candidates)
-    scores = matrix.rows(order) @ query
+    with np.errstate(over="ignore", invalid="ignore"):  # a forged row: top_k drops it
+        scores = matrix.rows(order) @ query
     best = top_k(scores, k)
     return order[best], scores[best]
 
