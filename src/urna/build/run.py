@@ -171,7 +171,7 @@ def run_build(
 
 def window(spec: BuildSpec, embedder: Embedder) -> int:
     """The chunk size limit in model tokens, checked against the model's window."""
-    max_tokens = spec.max_tokens or embedder.max_tokens
+    max_tokens = spec.max_tokens if spec.max_tokens is not None else embedder.max_tokens
     if max_tokens < 8:
         raise BuildError(f"max_tokens must be at least 8, got {max_tokens}")
     if not 0 <= spec.overlap_tokens < max_tokens // 2:

@@ -245,7 +245,12 @@ def spec_from_args(paths: list[Path], output: Path, **options: Any) -> BuildSpec
     if not paths:
         raise BuildError("nothing to build: give at least one file or folder")
     cwd = Path.cwd().resolve()
-    resolved = [p.resolve() for p in paths]
+    resolved = []
+    for p in paths:
+        try:
+            resolved.append(p.resolve())
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+            raise BuildError(f"cannot resolve {p}: a symlink loop or an unreadable path") from None
     if all(r == cwd or cwd in r.parents for r in resolved):
         base = cwd
     else:

@@ -31,6 +31,12 @@ class UrnaGroup(click.Group):
             sys.exit(0)
         except MemoryError:
             _die("out of memory")
+        except UnicodeError as exc:  # e.g. an argument that is not UTF-8 (surrogate-escaped)
+            _die(f"text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})")
+        except RuntimeError as exc:
+            if "Symlink loop" not in str(exc):  # pathlib's resolve() on a looping link
+                raise
+            _die(f"a symlink loop: {exc}")
         except OSError as exc:
             _die(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}")
 

@@ -58,7 +58,11 @@ SPEC_OPTIONS = (
     show_default=True,
     help="Chunker name recorded with --from-jsonl.",
 )
-@click.option("--max-tokens", type=int, help="Chunk size limit in model tokens (default: window).")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=8),
+    help="Chunk size limit in model tokens, at least 8 (default: the model's window).",
+)
 @click.option(
     "--overlap", "overlap_tokens", type=int, default=None, help="Tokens a chunk may repeat."
 )

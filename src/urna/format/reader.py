@@ -20,6 +20,8 @@ import hashlib
 import itertools
 import mmap
 import os
+import shutil
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -106,12 +108,14 @@ class Entry:
 class Container:
     """A verified, memory-mapped .urna file. Use as a context manager or call ``close()``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: Verify = "full") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, verify: Verify = "full", private: bool = False
+    ) -> None:
         if verify not in ("full", "trusted"):
             raise ValueError(f"verify must be 'full' or 'trusted', got {verify!r}")
         self.path = Path(path)
         self.verify = verify
-        self._mmap, self.size = _map(self.path)
+        self._mmap, self.size = _map(self.path, private=private)
         self.buf = memoryview(self._mmap) if self._mmap is not None else memoryview(b"")
         self._file_hash: str | None = None
         self._decoded: dict[int, memoryview] = {}
@@ -335,7 +339,25 @@ class Container:
             checks.check_finite(self.matrix, [(sp, self.space_matrix(sp)) for sp in self.spaces])
 
 
-def _map(path: Path) -> tuple[mmap.mmap | None, int]:
+def _private_copy(fd: int, near: Path) -> int:
+    """A descriptor of an unnamed copy of ``fd``'s file (next to it when that folder is
+    writable, so a copy-on-write filesystem can share the blocks): no one else can truncate
+    or rewrite it, so a map of it can never fault (SIGBUS) under a long-running reader."""
+    for folder in (near, None):
+        try:
+            copy = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 (closed below, kept open by dup)
+        except OSError:
+            continue
+        with copy:
+            os.lseek(fd, 0, os.SEEK_SET)
+            with os.fdopen(os.dup(fd), "rb") as source:
+                shutil.copyfileobj(source, copy, 1 << 24)
+            copy.flush()
+            return os.dup(copy.fileno())
+    raise OSError("no folder to hold a private copy")
+
+
+def _map(path: Path, *, private: bool = False) -> tuple[mmap.mmap | None, int]:
     try:
         fd = open_regular(path)  # non-blocking: a FIFO is refused, never waited on
     except FileNotFoundError:
@@ -351,6 +373,14 @@ def _map(path: Path) -> tuple[mmap.mmap | None, int]:
         raise FileError(f"not a regular file: {path}") from None
     except OSError as exc:
         raise FileError(f"cannot open {path}: {exc.strerror}") from None
+    if private:
+        try:
+            copied = _private_copy(fd, path.parent)
+        except OSError as exc:
+            os.close(fd)
+            raise FileError(f"cannot copy {path} to serve it: {exc}") from None
+        os.close(fd)
+        fd = copied
     try:
         st = os.fstat(fd)
         if st.st_size == 0:

@@ -284,11 +284,13 @@ class Corpus(FileView, TextSearching):
         return f"<urna.Corpus {self.path} chunks={self.n_chunks} dim={self.dim} model={self.model}>"
 
 
-def open_corpus(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus:
+def open_corpus(
+    path: str | os.PathLike[str], *, verify: Verify = "full", private: bool = False
+) -> Corpus:
     """Open and check a .urna file.
 
     ``verify="full"`` (default) runs every check of the format, hashes included;
     ``verify="trusted"`` runs the structural checks only, for a caller that fully
     verified this same file before.
     """
-    return Corpus(Container(path, verify=verify))
+    return Corpus(Container(path, verify=verify, private=private))

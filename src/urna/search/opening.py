@@ -14,27 +14,31 @@ from urna.search.corpus import Corpus, open_corpus
 from urna.search.shard import LocalShard
 
 
-def open_path(path: str | os.PathLike[str], *, verify: Verify = "full") -> Corpus | Collection:
+def open_path(
+    path: str | os.PathLike[str], *, verify: Verify = "full", private: bool = False
+) -> Corpus | Collection:
     """Open and check a .urna file, or a collection folder (every shard, and the catalog).
 
     ``verify="full"`` (default) runs every check of the format, hashes included (for a
     collection: each shard's file_hash and content_hash against the catalog);
     ``verify="trusted"`` runs the structural checks only, for a caller that fully
-    verified the same files before.
+    verified the same files before. ``private=True`` (the server) maps a private copy of each
+    file, so a file rewritten or truncated in place under a long-running reader cannot
+    fault it.
     """
     target = Path(path)
     if target.is_dir():
         if is_collection(target):
-            return open_collection(target, verify=verify)
+            return open_collection(target, verify=verify, private=private)
         raise FileError(f"not a file: {target} is a directory (and not a collection)")
-    return open_corpus(target, verify=verify)
+    return open_corpus(target, verify=verify, private=private)
 
 
 def _bad(message: str) -> FormatError:
     return FormatError(message, check=19, section=CATALOG)
 
 
-def open_collection(folder: Path, *, verify: Verify = "full") -> Collection:
+def open_collection(folder: Path, *, verify: Verify = "full", private: bool = False) -> Collection:
     catalog, raw = read_catalog(folder)
     version = Catalog.version_of(raw)
     shards: list[Corpus] = []
@@ -45,7 +49,7 @@ def open_collection(folder: Path, *, verify: Verify = "full") -> Collection:
             path = folder / entry.file
             if not path.is_file():
                 raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
-            shard = open_corpus(path, verify=verify)
+            shard = open_corpus(path, verify=verify, private=private)
             shards.append(shard)
             _check_shard(catalog, entry, shard, hashes=verify == "full")
         first = shards[0]

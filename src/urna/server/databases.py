@@ -31,6 +31,12 @@ class Databases:
         with self.lock:
             self.corpora[name] = corpus
 
+    def drop(self, name: str) -> None:
+        """Stop serving ``name`` (requests for it then get 404); its map closes with its last
+        reader, as on a swap."""
+        with self.lock:
+            self.corpora.pop(name, None)
+
 
 def discover(paths: list[Path]) -> dict[str, Path]:
     """Name -> path: a .urna file by its stem, a collection folder by its name, and in any
@@ -63,5 +69,5 @@ def load(paths: list[Path]) -> Databases:
     """Open every file with the full check; any failure stops the server before it starts."""
     dbs = Databases()
     for name, path in discover(paths).items():
-        dbs.corpora[name] = open_path(path)
+        dbs.corpora[name] = open_path(path, private=True)
     return dbs

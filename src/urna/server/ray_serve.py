@@ -22,6 +22,7 @@ from urna.build.ray_build import connect
 from urna.errors import FormatError, UrnaError, missing_extra
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog, parse_catalog, read_catalog
+from urna.format.reader import Verify
 from urna.index.bm25 import TermStats
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
@@ -50,7 +51,8 @@ class ShardServer:
     """A shard deployment: one shard file opened once, answering the calls of a merge."""
 
     def __init__(self, path: str, verify: str) -> None:
-        self.shard = LocalShard(open_corpus(path, verify="full" if verify == "full" else "trusted"))
+        mode: Verify = "full" if verify == "full" else "trusted"
+        self.shard = LocalShard(open_corpus(path, verify=mode, private=True))
 
     def facts(self) -> ShardFacts:
         return self.shard.facts

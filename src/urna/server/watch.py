@@ -2,7 +2,9 @@
 
 Every rebuild is incremental (the embedding cache means only changed chunks are
 embedded), is written to a temporary file and renamed over the old one, and is
-fully verified before it is swapped in. Requests keep answering from the old
+fully verified before it is swapped in. Files that are not regular (a FIFO named
+like a document) are skipped; a folder emptied or deleted stops being served (404)
+until documents appear again. Requests keep answering from the old
 file until the swap, which is one dictionary store; the old file's memory map
 stays valid for requests still using it.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,7 +61,8 @@ def snapshot(folder: Path) -> Snapshot:
                 st = path.stat()
             except OSError:
                 continue
-            out[path.relative_to(folder).as_posix()] = (st.st_size, st.st_mtime_ns)
+            if stat.S_ISREG(st.st_mode):  # a FIFO or device named like a document is not one
+                out[path.relative_to(folder).as_posix()] = (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -84,11 +88,18 @@ class Watcher:
     def build(self, watch: Watch) -> None:
         before = snapshot(watch.folder)
         out = self.data / f"{watch.name}.urna"
+        if not before:
+            # Emptied or deleted: what was there must stop being searchable.
+            self.dbs.drop(watch.name)
+            out.unlink(missing_ok=True)
+            self._seen[watch.name] = before
+            self.report(f"watch: {watch.name} has no documents in {watch.folder}: not served")
+            return
         spec = BuildSpec(
             sources=(Source(watch.folder),), output=out, base=watch.folder, model=self.embedder.name
         )
         summary = run_build(spec, embedder=self.embedder)
-        corpus = open_corpus(out)  # every check, before any request can see it
+        corpus = open_corpus(out, private=True)  # every check, before any request sees it
         self.dbs.swap(watch.name, corpus)
         self._seen[watch.name] = before
         self.report(
