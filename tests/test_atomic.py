@@ -68,6 +68,34 @@ def test_killed_build_keeps_old_file(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     with urna.open(path) as corpus:
         assert corpus.n_chunks == 1
+    # kill -9 ran no cleanup; the next write of the same file removes the orphan.
+    assert any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+    build_minimal(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.urna"]
+
+
+def test_output_mode_follows_the_umask_and_the_replaced_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.urna"
+    old = os.umask(0o077)
+    try:
+        build_minimal(path)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o600  # a new file: 0666 less the umask
+    os.chmod(path, 0o640)
+    build_minimal(path)
+    assert path.stat().st_mode & 0o777 == 0o640  # a replaced file keeps its mode
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.urna"
+    os.mkfifo(fifo)
+    with pytest.raises(urna.UrnaError, match="exists and is not a regular file"):
+        build_minimal(fifo)
+    assert fifo.exists() and not fifo.is_file()  # the node itself is untouched
+    with pytest.raises(urna.UrnaError, match="is not a regular file"):
+        build_minimal(Path("/dev/full"))
+    assert not Path("/dev/full").is_file()
 
 
 def test_output_folder_missing_is_a_clear_error(tmp_path: Path) -> None:

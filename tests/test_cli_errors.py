@@ -110,3 +110,36 @@ def test_console_script_exit_codes_and_streams(five_file: Path, tmp_path: Path) 
     assert "Traceback" not in broken.stderr and broken.stderr.count("\n") == 1
     usage = call("search", str(five_file))
     assert usage.returncode == 2 and "Usage:" in usage.stderr
+
+
+def test_hostile_arguments_get_one_error_line(tmp_path: Path) -> None:
+    """A symlink loop, an argument that is not UTF-8, a chunk size below 8: exit 1 or 2 with
+    one message, never a traceback."""
+    import json as _json
+    import subprocess
+    import sys
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    out = str(tmp_path / "o.urna")
+    looped = subprocess.run(
+        [sys.executable, "-m", "urna", "build", str(loop), "-o", out],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert looped.returncode == 1 and looped.stderr.startswith("Error: "), looped.stderr
+    assert "Traceback" not in looped.stderr
+    chunks = tmp_path / "c.jsonl"
+    chunks.write_text(
+        _json.dumps({"text": "hi", "source_uri": "a", "byte_start": 0, "byte_end": 2,
+                     "embedding": [1, 0]}) + "\n"
+    )  # fmt: skip
+    titled = subprocess.run(
+        [sys.executable, "-m", "urna", "build", "--from-jsonl", str(chunks), "--dim", "2",
+         "--model", "m", "-o", out, "--title", b"caf\xe9"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert titled.returncode == 1, titled.stderr
+    assert titled.stderr.startswith("Error: text that is not valid UTF-8"), titled.stderr
+    for bad in ("0", "-3", "7"):
+        result = run("build", str(tmp_path), "-o", out, "--max-tokens", bad)
+        assert result.exit_code == 2 and "--max-tokens" in result.output, result.output

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 
 from urna.errors import UrnaError
 from urna.server.databases import Databases
-from urna.server.errors import ApiError, code_of, error_body
+from urna.server.errors import ERROR_SCHEMA, ApiError, code_of, error_body
 from urna.server.search import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
@@ -20,6 +20,43 @@ from urna.server.search import (
 )
 
 TARGETS = ("keyword", "semantic")
+
+
+def _query(name: str, description: str, schema: dict[str, Any], required: bool = False) -> Any:
+    return {
+        "name": name,
+        "in": "query",
+        "required": required,
+        "description": description,
+        "schema": schema,
+    }
+
+
+# The handlers read the query string themselves (KuraDB's lenient rules: a bad limit falls
+# back to 10); the schema below documents those parameters for clients and fuzzers.
+_DB = _query("db", "Database name (a served file's stem).", {"type": "string"}, True)
+_Q = _query("q", f"Query text, at most {MAX_QUERY_CHARS} characters.", {"type": "string"}, True)
+_LIMIT = _query(
+    "limit",
+    f"Hits per branch, 1 to {MAX_LIMIT}; anything else means 10.",
+    {"type": "string"},
+)
+_TARGET = _query("target", "One branch only.", {"type": "string", "enum": list(TARGETS)})
+_ERROR = {
+    "description": "One JSON error",
+    "content": {"application/json": {"schema": ERROR_SCHEMA}},
+}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _ERROR,
+    401: _ERROR,
+    404: _ERROR,
+    413: _ERROR,
+    429: _ERROR,
+}
+
+
+def _documented(*params: Any) -> dict[str, Any]:
+    return {"openapi_extra": {"parameters": list(params)}, "responses": _RESPONSES}
 
 
 def parse_limit(raw: str | None) -> int:
@@ -81,15 +118,27 @@ def router(dbs: Databases) -> APIRouter:
             body["errors"] = errors
         return body
 
-    @api.get("/api/search", summary="Keyword and semantic search (KuraDB-compatible)")
+    @api.get(
+        "/api/search",
+        summary="Keyword and semantic search (KuraDB-compatible)",
+        **_documented(_DB, _Q, _LIMIT, _TARGET),
+    )
     async def search(request: Request) -> dict[str, Any]:
         return await handle(request, None)
 
-    @api.get("/api/keyword", summary="The same handler with target=keyword")
+    @api.get(
+        "/api/keyword",
+        summary="The same handler with target=keyword",
+        **_documented(_DB, _Q, _LIMIT),
+    )
     async def keyword(request: Request) -> dict[str, Any]:
         return await handle(request, "keyword")
 
-    @api.get("/api/semantic", summary="The same handler with target=semantic")
+    @api.get(
+        "/api/semantic",
+        summary="The same handler with target=semantic",
+        **_documented(_DB, _Q, _LIMIT),
+    )
     async def semantic(request: Request) -> dict[str, Any]:
         return await handle(request, "semantic")
 

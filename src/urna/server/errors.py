@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -40,7 +41,45 @@ def code_of(exc: UrnaError) -> tuple[int, str]:
     return 400, "bad_request"
 
 
+def openapi_with_400(app: FastAPI) -> None:
+    """Document invalid parameters as what the server sends: 400 with the error body (FastAPI
+    would list its default 422, which this server never returns)."""
+    original = app.openapi
+
+    def schema() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = original()
+            for operations in doc.get("paths", {}).values():
+                for operation in operations.values():
+                    responses = operation.get("responses", {})
+                    invalid = responses.pop("422", None)
+                    if invalid is not None and "400" not in responses:
+                        responses["400"] = {
+                            "description": "Bad request: one JSON error",
+                            "content": {"application/json": {"schema": ERROR_SCHEMA}},
+                        }
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = schema  # type: ignore[method-assign]
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        }
+    },
+}
+
+
 def install(app: FastAPI) -> None:
+    openapi_with_400(app)
+
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
         return _response(exc.status, exc.code, exc.message)
@@ -59,7 +98,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _response(exc.status_code, code, str(exc.detail))
+        response = _response(exc.status_code, code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():  # 405 carries Allow
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
