@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 
 from urna.errors import UrnaError
 from urna.server.databases import Databases
-from urna.server.errors import ERROR_SCHEMA, ApiError, code_of, error_body
+from urna.server.errors import ERROR_RESPONSES, ApiError, code_of, error_body
 from urna.server.search import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
@@ -34,29 +34,19 @@ def _query(name: str, description: str, schema: dict[str, Any], required: bool =
 
 # The handlers read the query string themselves (KuraDB's lenient rules: a bad limit falls
 # back to 10); the schema below documents those parameters for clients and fuzzers.
-_DB = _query("db", "Database name (a served file's stem).", {"type": "string"}, True)
-_Q = _query("q", f"Query text, at most {MAX_QUERY_CHARS} characters.", {"type": "string"}, True)
+_TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}  # blank means missing
+_DB = _query("db", "Database name (a served file's stem).", _TEXT, True)
+_Q = _query("q", f"Query text, at most {MAX_QUERY_CHARS} characters.", _TEXT, True)
 _LIMIT = _query(
     "limit",
     f"Hits per branch, 1 to {MAX_LIMIT}; anything else means 10.",
     {"type": "string"},
 )
 _TARGET = _query("target", "One branch only.", {"type": "string", "enum": list(TARGETS)})
-_ERROR = {
-    "description": "One JSON error",
-    "content": {"application/json": {"schema": ERROR_SCHEMA}},
-}
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _ERROR,
-    401: _ERROR,
-    404: _ERROR,
-    413: _ERROR,
-    429: _ERROR,
-}
 
 
 def _documented(*params: Any) -> dict[str, Any]:
-    return {"openapi_extra": {"parameters": list(params)}, "responses": _RESPONSES}
+    return {"openapi_extra": {"parameters": list(params)}, "responses": ERROR_RESPONSES}
 
 
 def parse_limit(raw: str | None) -> int:

@@ -77,6 +77,17 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 
 
+_ONE_ERROR = {
+    "description": "One JSON error",
+    "content": {"application/json": {"schema": ERROR_SCHEMA}},
+}
+# Every status a search route can answer besides 200: documented so clients (and
+# schemathesis) know the whole contract.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: _ONE_ERROR for code in (400, 401, 404, 409, 413, 429, 503)
+}
+
+
 def install(app: FastAPI) -> None:
     openapi_with_400(app)
 

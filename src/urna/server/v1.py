@@ -12,7 +12,7 @@ from urna.search.protocol import Searchable
 from urna.search.result import chunk_record
 from urna.search.text import Mode
 from urna.server.databases import Databases
-from urna.server.errors import ApiError
+from urna.server.errors import ERROR_RESPONSES, ApiError
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
 
@@ -25,7 +25,7 @@ def router(dbs: Databases) -> APIRouter:
             raise ApiError(404, "unknown_database", f"database not found: {name}")
         return corpus
 
-    @api.get("/search", summary="Search one database by text")
+    @api.get("/search", summary="Search one database by text", responses=ERROR_RESPONSES)
     async def search(
         db: str = Query(..., min_length=1),
         q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
@@ -49,7 +49,11 @@ def router(dbs: Databases) -> APIRouter:
         )
         return {"db": db, **result.to_dict()}
 
-    @api.get("/cite", summary="Resolve a citation urna://<content_hash>/<chunk_id>")
+    @api.get(
+        "/cite",
+        summary="Resolve a citation urna://<content_hash>/<chunk_id>",
+        responses=ERROR_RESPONSES,
+    )
     async def cite(
         db: str = Query(..., min_length=1), citation: str = Query(..., min_length=1, max_length=300)
     ) -> dict[str, Any]:
@@ -77,7 +81,11 @@ def router(dbs: Databases) -> APIRouter:
                 )
         return {"databases": out}
 
-    @api.get("/databases/{name}", summary="Everything urna inspect --json shows")
+    @api.get(
+        "/databases/{name}",
+        summary="Everything urna inspect --json shows",
+        responses=ERROR_RESPONSES,
+    )
     async def database(name: str) -> dict[str, Any]:
         info = await asyncio.to_thread(corpus_of(name).info)
         info.pop("path", None)  # databases are addressed by name, never by path
