@@ -155,6 +155,25 @@ def test_missing_and_unknown(served: Server) -> None:
         assert set(body) == {"error"} and body["error"]["message"]
 
 
+def test_openapi_describes_what_the_server_does(served: Server) -> None:
+    import urllib.error
+    import urllib.request
+
+    _, doc = served.get("/openapi.json")
+    search = doc["paths"]["/api/search"]["get"]
+    assert [p["name"] for p in search["parameters"]] == ["db", "q", "limit", "target"]
+    for path, operations in doc["paths"].items():
+        for operation in operations.values():
+            assert "422" not in operation["responses"], path  # invalid input is a 400
+    assert "400" in doc["paths"]["/v1/search"]["get"]["responses"]
+    request = urllib.request.Request(f"{served.base}/api/search", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    code, allow = caught.value.code, caught.value.headers["Allow"]
+    caught.value.close()
+    assert code == 405 and allow == "GET"
+
+
 def test_v1_search_and_filters(served: Server) -> None:
     status, body = served.get("/v1/search?" + q({"db": "guide", "q": "model hash", "limit": "3"}))
     assert status == 200 and body["mode"] == "hybrid" and len(body["hits"]) == 3
@@ -445,6 +464,7 @@ def test_forwarded_for_does_not_bypass_the_rate_bound(served: Server) -> None:
                     codes.append(response.status)
             except urllib.error.HTTPError as exc:
                 codes.append(exc.code)
+                exc.close()
         assert 429 in codes and codes.count(200) < 30
     finally:
         limited.stop()
