@@ -91,6 +91,7 @@ def one_file_of(collection: Path, out: Path) -> Path:
         bm25=True,
         hnsw=True,
         graph=True,
+        embed_context=manifest.get("embed_context"),  # BM25 indexes the same contextual texts
     )
     return out
 

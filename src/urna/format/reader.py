@@ -18,10 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import mmap
 import os
-import shutil
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,7 +27,7 @@ from typing import Any, Literal
 
 import zstandard
 
-from urna.errors import FileError, FormatError
+from urna.errors import FormatError
 from urna.format import checks
 from urna.format import embeddings as emb
 from urna.format.checks import fail, mismatch
@@ -56,7 +53,7 @@ from urna.format.layout import (
     section_label,
     section_name,
 )
-from urna.format.regular import NotRegular, open_regular
+from urna.format.mapping import map_file
 from urna.format.spaces import Space
 from urna.format.writer import header_checksum
 
@@ -115,7 +112,7 @@ class Container:
             raise ValueError(f"verify must be 'full' or 'trusted', got {verify!r}")
         self.path = Path(path)
         self.verify = verify
-        self._mmap, self.size = _map(self.path, private=private)
+        self._mmap, self.size = map_file(self.path, private=private)
         self.buf = memoryview(self._mmap) if self._mmap is not None else memoryview(b"")
         self._file_hash: str | None = None
         self._decoded: dict[int, memoryview] = {}
@@ -337,60 +334,6 @@ class Container:
         self.provenance = canonical.provenance
         if nan_walk:
             checks.check_finite(self.matrix, [(sp, self.space_matrix(sp)) for sp in self.spaces])
-
-
-def _private_copy(fd: int, near: Path) -> int:
-    """A descriptor of an unnamed copy of ``fd``'s file (next to it when that folder is
-    writable, so a copy-on-write filesystem can share the blocks): no one else can truncate
-    or rewrite it, so a map of it can never fault (SIGBUS) under a long-running reader."""
-    for folder in (near, None):
-        try:
-            copy = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 (closed below, kept open by dup)
-        except OSError:
-            continue
-        with copy:
-            os.lseek(fd, 0, os.SEEK_SET)
-            with os.fdopen(os.dup(fd), "rb") as source:
-                shutil.copyfileobj(source, copy, 1 << 24)
-            copy.flush()
-            return os.dup(copy.fileno())
-    raise OSError("no folder to hold a private copy")
-
-
-def _map(path: Path, *, private: bool = False) -> tuple[mmap.mmap | None, int]:
-    try:
-        fd = open_regular(path)  # non-blocking: a FIFO is refused, never waited on
-    except FileNotFoundError:
-        raise FileError(f"file not found: {path}") from None
-    except IsADirectoryError:
-        raise FileError(f"not a file: {path} is a directory") from None
-    except PermissionError:
-        raise FileError(f"permission denied: {path}") from None
-    except NotRegular as exc:
-        message = str(exc)
-        if message.endswith("a directory"):
-            raise FileError(f"not a file: {path} is a directory") from None
-        raise FileError(f"not a regular file: {path}") from None
-    except OSError as exc:
-        raise FileError(f"cannot open {path}: {exc.strerror}") from None
-    if private:
-        try:
-            copied = _private_copy(fd, path.parent)
-        except OSError as exc:
-            os.close(fd)
-            raise FileError(f"cannot copy {path} to serve it: {exc}") from None
-        os.close(fd)
-        fd = copied
-    try:
-        st = os.fstat(fd)
-        if st.st_size == 0:
-            return None, 0
-        try:
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), st.st_size
-        except (OSError, ValueError) as exc:
-            raise FileError(f"cannot memory-map {path}: {exc}") from None
-    finally:
-        os.close(fd)
 
 
 def _unzstd(entry: Entry, stored: memoryview) -> bytes:
