@@ -76,6 +76,14 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
     for key in ("title", "version", "created", "description", "license"):
         if key in m:
             lines.append(kv(key, m[key]))
+    if "embed_context" in m:
+        lines.append(kv("context", m["embed_context"]))
+    if corpus.bm25 is not None:
+        lines.append(kv("tokenizer", corpus.bm25.tokenizer))
+    if isinstance(m.get("fusion"), dict):
+        f = m["fusion"]
+        scale = " x query idf sum" if f.get("text_scale") == "query_idf" else " (fixed)"
+        lines.append(kv("fusion", f"{f.get('default')}, C = {f.get('text_calibration')}{scale}"))
     caps = [k.removeprefix("supports_") for k, v in m["capabilities"].items() if v]
     lines.append(kv("capabilities", ", ".join(caps) or "none"))
     lines.append(kv("file_size", f"{corpus.size} bytes"))
