@@ -66,7 +66,9 @@ def _digest(parts: Sequence[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def recipe(spec: BuildSpec, model_hash: str, chunker: str, out: Path) -> str:
+def recipe(
+    spec: BuildSpec, model_hash: str, chunker: str, out: Path, precision: str = "float32"
+) -> str:
     """Everything besides the sources that decides a shard's bytes."""
     dtype, bm25, ann = resolved(spec)
     root = Path(os.path.relpath(spec.base.resolve(), out.resolve())).as_posix()
@@ -76,6 +78,7 @@ def recipe(spec: BuildSpec, model_hash: str, chunker: str, out: Path) -> str:
         "model_hash": model_hash,
         "chunker": chunker,
         "embed_context": CONTEXT_RECIPE,
+        "embed_precision": precision,
         "tokenizer": TOKENIZER_VERSION if bm25 else None,
         "dtype": dtype,
         "bm25": bm25,
@@ -158,7 +161,13 @@ def build_collection(
     max_tokens = model_window(spec, embedder)
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
     summary = CollectionSummary(output=folder, model=embedder.name, shards=shards)
-    the_plan = plan(spec, shards, recipe(spec, embedder.model_hash, chunker, folder), summary, warn)
+    the_plan = plan(
+        spec,
+        shards,
+        recipe(spec, embedder.model_hash, chunker, folder, embedder.precision),
+        summary,
+        warn,
+    )
     if not any(the_plan.sources):
         raise BuildError("nothing usable to build: no source holds any text")
     report(f"plan: {sum(the_plan.sources)} sources in {shards} shards")

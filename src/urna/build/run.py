@@ -19,6 +19,7 @@ from urna.build.spec import BuildSpec, resolved
 from urna.build.write import BuildResult, build
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
+from urna.embed.precision import cache_key
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
@@ -99,9 +100,8 @@ def embed_cached(
     appears twice is embedded once but counted twice).
     """
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
-    found = (
-        cache.get_many(embedder.model_hash, texts, embedder.dim) if cache else [None] * len(texts)
-    )
+    key = cache_key(embedder.model_hash, embedder.precision)
+    found = cache.get_many(key, texts, embedder.dim) if cache else [None] * len(texts)
     todo: dict[str, list[int]] = {}
     for i, (text, vec) in enumerate(zip(texts, found, strict=True)):
         if vec is None:
@@ -115,7 +115,7 @@ def embed_cached(
         for text, vec in zip(unique, vectors, strict=True):
             out[todo[text]] = vec
         if cache:
-            cache.put_many(embedder.model_hash, unique, vectors)
+            cache.put_many(key, unique, vectors)
     return out, sum(len(positions) for positions in todo.values())
 
 
@@ -332,4 +332,5 @@ def write_spans(
         rerank_copy=spec.rerank_copy,
         spaces=extra_spaces,
         embed_context=CONTEXT_RECIPE,
+        embed_precision=embedder.precision,
     )

@@ -60,7 +60,9 @@ class ShardReport:
 class PreviousShards:
     """Vectors of earlier shards, by the exact text they embedded (the ``get_many`` of a cache)."""
 
-    def __init__(self, paths: Sequence[Path], model_hash: str, dim: int) -> None:
+    def __init__(
+        self, paths: Sequence[Path], model_hash: str, dim: int, precision: str = "float32"
+    ) -> None:
         self._shards: list[Corpus] = []
         self._where: dict[str, tuple[int, int]] = {}
         for path in paths:
@@ -73,6 +75,7 @@ class PreviousShards:
                 and shard.dim == dim
                 and shard.dtype == "float32"
                 and shard.manifest.get("embed_context", NO_CONTEXT) in RECIPES
+                and shard.manifest.get("embed_precision", "float32") == precision
             )
             if not usable:
                 shard.close()
@@ -156,7 +159,7 @@ def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
     spans, sources, files = shard_spans(task, embedder)
     if not spans:
         raise BuildError(f"shard {task.index} has no chunk to write")
-    previous = PreviousShards(task.previous, embedder.model_hash, embedder.dim)
+    previous = PreviousShards(task.previous, embedder.model_hash, embedder.dim, embedder.precision)
     try:
         texts = embedded_texts(spans)
         vectors, embedded, spaces = embed_all(

@@ -12,6 +12,7 @@ import numpy as np
 import zstandard
 
 from urna.build.columns import ChunkInput, Columns, collect, unit_matrix
+from urna.embed.precision import PRECISIONS
 from urna.errors import BuildError
 from urna.format import embeddings as emb
 from urna.format import manifest as manifest_rules
@@ -79,6 +80,7 @@ def build(
     spaces: Sequence[Mapping[str, Any]] = (),
     fusion: FusionParams | None = None,
     embed_context: str | None = None,
+    embed_precision: str | None = None,
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -92,7 +94,8 @@ def build(
     float32 copy of quantized embeddings used to rerank (0x09). ``spaces`` adds
     named embedding spaces, each ``{"name", "model", "model_hash", "embeddings"}``
     with one row per chunk (0x15 and 0x20 + i). ``embed_context`` records the recipe that
-    made the embedded texts (``urna.ingest.context``) when the vectors came from one.
+    made the embedded texts (``urna.ingest.context``) when the vectors came from one, and
+    ``embed_precision`` the arithmetic that made them (float32 or bfloat16).
     """
     items = list(chunks)
     if not items:
@@ -117,6 +120,7 @@ def build(
         description=description,
         fusion=(fusion or FusionParams.for_build()) if bm25 else None,
         embed_context=embed_context,
+        embed_precision=embed_precision,
         extra=extra_manifest or {},
     )
     decoded = {
@@ -182,6 +186,7 @@ def _manifest(
     description: str | None,
     fusion: FusionParams | None,
     embed_context: str | None,
+    embed_precision: str | None,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     bm25, hnsw, graph = indexes
@@ -220,6 +225,12 @@ def _manifest(
                 f"embed_context must be one of {', '.join(CONTEXT_RECIPES)}, got {embed_context!r}"
             )
         manifest["embed_context"] = embed_context
+    if embed_precision is not None:
+        if embed_precision not in PRECISIONS:
+            raise BuildError(
+                f"embed_precision must be one of {', '.join(PRECISIONS)}, got {embed_precision!r}"
+            )
+        manifest["embed_precision"] = embed_precision
     for key, value in extra.items():
         if key in manifest:
             raise BuildError(f"extra manifest key {key!r} collides with a standard key")

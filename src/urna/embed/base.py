@@ -26,6 +26,10 @@ class Embedder(Protocol):
     def model_hash(self) -> str: ...
 
     @property
+    def precision(self) -> str:
+        """The arithmetic its vectors come from: float32 or bfloat16."""
+
+    @property
     def max_tokens(self) -> int:
         """Content tokens the model reads per text (its window minus special tokens)."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from urna.embed.base import Embedder
 from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
+from urna.embed.precision import chosen_precision
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
 from urna.embed.transformer import TransformerEmbedder
 from urna.errors import ModelError
@@ -49,7 +50,7 @@ def _from_folder(folder: Path, name: str) -> Embedder:
     raise ModelError(f"{folder} is neither a model2vec nor a sentence-transformers model folder")
 
 
-_LOADED: dict[tuple[str, str | None, bool], Embedder] = {}
+_LOADED: dict[tuple[str, str | None, bool, str], Embedder] = {}
 
 
 def resolve(
@@ -59,7 +60,8 @@ def resolve(
     ``model_path`` loads that name's files from a folder. ``download=False`` (a model that a
     file names) never contacts the hub unless the user set URNA_ALLOW_DOWNLOAD=1."""
     download = download or downloads_allowed()
-    key = (canonical(name), str(model_path) if model_path is not None else None, download)
+    path = str(model_path) if model_path is not None else None
+    key = (canonical(name), path, download, chosen_precision())
     found = _LOADED.get(key)
     if found is None:
         found = _LOADED[key] = _resolve(name, model_path=model_path, download=download)

@@ -81,6 +81,10 @@ class StaticEmbedder:
     def name(self) -> str:
         return self._name
 
+    @property
+    def precision(self) -> str:
+        return "float32"  # a lookup table and a mean: nothing to gain from bfloat16
+
     @cached_property
     def folder(self) -> Path | None:
         if self._source is None:

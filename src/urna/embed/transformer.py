@@ -14,6 +14,7 @@ import numpy as np
 from urna.embed.base import THREADS_VARIABLE, quiet_hub_logging, unit_rows
 from urna.embed.hub import hub_snapshot
 from urna.embed.model_hash import model_hash
+from urna.embed.precision import chosen_precision
 from urna.errors import ModelError, missing_extra
 
 BATCH = 32
@@ -100,14 +101,31 @@ class TransformerEmbedder:
         """Load the weights now (otherwise the first embed does)."""
         _ = self._model
 
+    @cached_property
+    def precision(self) -> str:
+        return chosen_precision()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=BATCH,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return unit_rows(vectors)
+        model = self._model
+        with _autocast(self.precision):
+            vectors = model.encode(
+                list(texts),
+                batch_size=BATCH,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return unit_rows(np.asarray(vectors, dtype=np.float32))
+
+
+def _autocast(precision: str) -> Any:
+    """bfloat16 autocast on the CPU, or nothing (float32)."""
+    import contextlib
+
+    import torch
+
+    if precision == "bfloat16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()

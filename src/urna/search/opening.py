@@ -56,8 +56,9 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
         for shard in shards[1:]:
             if shard.fusion != first.fusion:
                 raise _bad(f"shard {shard.path.name} records another fusion than the first")
-            if shard.manifest.get("embed_context") != first.manifest.get("embed_context"):
-                raise _bad(f"shard {shard.path.name} records another embed_context than the first")
+            for key in ("embed_context", "embed_precision"):
+                if shard.manifest.get(key) != first.manifest.get(key):
+                    raise _bad(f"shard {shard.path.name} records another {key} than the first")
     except BaseException:
         for shard in shards:
             shard.close()
