@@ -1,0 +1,100 @@
+"""A document build against plain float32 sentence-transformers, whole processes each.
+
+1,000 scifact records, an empty embedding cache. Three processes, timed from start to
+exit (imports and model load included):
+
+1. ``urna build`` with the default precision (bfloat16 where the CPU has it natively);
+2. ``urna build`` with ``URNA_EMBED_PRECISION=float32``;
+3. the peer: a script that imports sentence-transformers, loads the same MiniLM folder and
+   embeds the same texts the build embedded (each chunk in its context), in float32.
+
+It also reports how close the build's vectors are to the peer's (cosine).
+
+    python benchmarks/bench_embed_precision.py [--records 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+PEER = """
+import sys, time, json, numpy as np
+from sentence_transformers import SentenceTransformer
+texts = json.load(open(sys.argv[1]))
+model = SentenceTransformer(sys.argv[2], device="cpu")
+order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+vectors = model.encode([texts[i] for i in order], batch_size=64, normalize_embeddings=True,
+                       convert_to_numpy=True, show_progress_bar=False)
+out = np.empty_like(vectors)
+out[order] = vectors
+np.save(sys.argv[3], out)
+"""
+
+
+def timed(args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1000)
+    args = parser.parse_args()
+    import numpy as np
+
+    import urna
+    from urna.embed.hub import bundled_minilm
+    from urna.ingest.context import embedded_texts
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        lines = (DATA / "scifact" / "corpus.jsonl").read_text().splitlines()[: args.records]
+        records = work / "records.jsonl"
+        records.write_text("\n".join(lines) + "\n")
+        times, files = {}, {}
+        for label, precision in (("urna build (auto)", "auto"), ("urna build float32", "float32")):
+            env = {
+                **os.environ,
+                "URNA_CACHE_DIR": str(work / f"cache-{precision}"),
+                "URNA_EMBED_PRECISION": precision,
+            }
+            files[label] = work / f"{precision}.urna"
+            times[label] = timed(
+                [sys.executable, "-m", "urna", "build", str(records), "-o", str(files[label])],
+                env,
+            )
+        with urna.open(files["urna build (auto)"]) as corpus:
+            chunks = [corpus.chunk(i) for i in range(corpus.n_chunks)]
+            built = np.stack([corpus.embedding(i) for i in range(corpus.n_chunks)])
+            precision = corpus.manifest.get("embed_precision")
+        texts = work / "texts.json"
+        texts.write_text(json.dumps(embedded_texts(chunks)))
+        peer_out = work / "peer.npy"
+        times["sentence-transformers float32 (peer)"] = timed(
+            [sys.executable, "-c", PEER, str(texts), str(bundled_minilm()), str(peer_out)],
+            dict(os.environ),
+        )
+        cos = np.sum(built * np.load(peer_out), axis=1)
+    peer = times["sentence-transformers float32 (peer)"]
+    print(f"{args.records} scifact records, {len(chunks)} chunks; default precision: {precision}")
+    print("| process | seconds | vs peer |\n|---|---:|---:|")
+    for label, seconds in times.items():
+        print(f"| {label} | {seconds:.1f} | {seconds / peer:.2f}x |")
+    print(
+        f"cosine of the default build's vectors to the peer's: mean {cos.mean():.6f}, "
+        f"min {cos.min():.6f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
