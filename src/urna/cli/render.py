@@ -78,6 +78,8 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
             lines.append(kv(key, m[key]))
     if "embed_context" in m:
         lines.append(kv("context", m["embed_context"]))
+    if "embed_precision" in m:
+        lines.append(kv("precision", m["embed_precision"]))
     if corpus.bm25 is not None:
         lines.append(kv("tokenizer", corpus.bm25.tokenizer))
     if isinstance(m.get("fusion"), dict):
