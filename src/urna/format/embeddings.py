@@ -93,7 +93,8 @@ class Matrix:
         """Selected rows as float32 (dequantized)."""
         block = self.values[index].astype(np.float32)
         if self.scales is not None:
-            block *= self.scales[index][..., None] if block.ndim == 2 else self.scales[index]
+            with np.errstate(over="ignore", invalid="ignore"):  # a forged scale: inf, set aside
+                block *= self.scales[index][..., None] if block.ndim == 2 else self.scales[index]
         return block
 
     def blocks(self, block_rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
@@ -109,17 +110,18 @@ class Matrix:
         the matrix is ever made.
         """
         q = np.asarray(query, dtype=np.float32)
-        if self.encoding == Encoding.RAW:
-            with np.errstate(over="ignore", invalid="ignore"):  # a forged row: top_k drops it
+        # A forged row or scale may overflow: the score becomes inf/NaN and top_k drops it.
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.encoding == Encoding.RAW:
                 return self.values @ q
-        out = np.empty(self.n, dtype=np.float32)
-        if self.encoding == Encoding.FLOAT16:
-            _dot_float16(self.values, q, out)
-        else:
-            _dot_int8(self.values, q, out)
-            assert self.scales is not None
-            out *= self.scales
-        return out
+            out = np.empty(self.n, dtype=np.float32)
+            if self.encoding == Encoding.FLOAT16:
+                _dot_float16(self.values, q, out)
+            else:
+                _dot_int8(self.values, q, out)
+                assert self.scales is not None
+                out *= self.scales
+            return out
 
     def first_not_unit(self) -> tuple[int, float] | None:
         """The first row whose L2 norm is not 1 within what the stored precision allows, and
