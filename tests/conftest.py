@@ -145,3 +145,55 @@ def assert_error(result: Result, fragment: str = "", code: int = 1) -> str:
         assert fragment in lines[0], (fragment, lines[0])
         assert result.stdout == ""
     return result.stderr
+
+
+QUICKSTART_DOCS = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "docs"
+DEEP_DOC = """# Federal Reserve Banks Combined Financial Statements
+
+## Notes to the Combined Financial Statements
+
+### Significant Accounting Policies and Estimates
+
+#### l. Federal Reserve Notes
+
+Federal Reserve notes are the circulating currency of the United States. These notes are
+obligations of the Reserve Banks and must be fully collateralized: a **paramount lien** on
+every asset of the Reserve Banks backs them.
+"""
+
+
+@pytest.fixture(scope="session")
+def library_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A library (URNA_HOME) holding ``guide``: the quickstart guide and one deeply nested
+    note, built in float32 so that scores print alike on every CPU."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("library")
+    docs = folder / "docs"
+    shutil.copytree(QUICKSTART_DOCS, docs)
+    (docs / "notes").mkdir()
+    (docs / "notes" / "fed.md").write_text(DEEP_DOC)
+    home = folder / "home"
+    saved = {k: os.environ.get(k) for k in ("URNA_HOME", "URNA_EMBED_PRECISION")}
+    os.environ.update(URNA_HOME=str(home), URNA_EMBED_PRECISION="float32")
+    cwd = Path.cwd()
+    try:
+        os.chdir(folder)  # source_uris relative to the folder: docs/...
+        result = run("build", "docs", "--name", "guide")
+    finally:
+        os.chdir(cwd)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert result.exit_code == 0, result.stderr
+    return home
+
+
+@pytest.fixture
+def in_library(library_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """URNA_HOME set to the library of ``library_home`` (float32 queries) for one test."""
+    monkeypatch.setenv("URNA_HOME", str(library_home))
+    monkeypatch.setenv("URNA_EMBED_PRECISION", "float32")
+    return library_home

@@ -15,9 +15,9 @@ LAYERS = [
     {"format"},
     {"index", "embed", "ingest"},
     {"search"},
-    {"build"},
+    {"build", "library"},
     {"evaluate"},
-    {"server"},
+    {"server", "integrations"},
     {"cli"},  # `urna serve` starts the server; the server never imports the CLI
     {"__init__", "__main__"},
 ]

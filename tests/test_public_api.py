@@ -59,4 +59,6 @@ def test_no_internal_names_leak() -> None:
         "evaluate",
         "cli",
         "server",
+        "library",
+        "integrations",
     }

@@ -407,6 +407,10 @@ def test_page_in_a_real_browser(served: Server, tmp_path: Path) -> None:
     assert 'class="hit"' in dom and "docs/guide/install.md" in dom
     assert "Guide / Install" in dom and "urna://sha256:" in dom
     assert 'class="full"' in dom and "bytes " in dom  # the opened hit: full text and position
+    assert dom.count('class="neighbour"') >= 1  # ... between its neighbours in its source
+    assert "<mark>install</mark>" in dom and "<mark>Linux</mark>" in dom  # terms marked
+    assert dom.count('class="copy"') >= 3  # a copy button per citation
+    assert "`python3" not in dom.split('class="snippet"')[1].split("</div>")[0]  # no raw markup
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "search-page.png"
     subprocess.run(
@@ -416,6 +420,26 @@ def test_page_in_a_real_browser(served: Server, tmp_path: Path) -> None:
         check=False,
     )
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_read_gives_a_chunk_between_its_neighbours(served: Server) -> None:
+    status, body = served.get("/v1/search?" + q({"db": "guide", "q": "install on linux"}))
+    assert status == 200 and body["terms"] == ["instal", "linux"]
+    hit = body["hits"][0]
+    status, read = served.get(
+        "/v1/read?" + q({"db": "guide", "citation": hit["citation_id"], "before": "2"})
+    )
+    assert status == 200, read
+    assert read["chunk"]["citation_id"] == hit["citation_id"]
+    before, after = read["before"], read["after"]
+    assert 1 <= len(before) <= 2 and len(after) <= 1
+    spans = [(c["byte_start"], c["byte_end"]) for c in [*before, read["chunk"], *after]]
+    assert spans == sorted(spans) and {c["source_uri"] for c in before} == {hit["source_uri"]}
+    for params in ({"before": "21"}, {"after": "-1"}, {"citation": "urna://x"}):
+        status, error = served.get(
+            "/v1/read?" + q({"db": "guide", "citation": hit["citation_id"], **params})
+        )
+        assert status in (400, 422) and "error" in error
 
 
 def test_request_rate_is_bounded(served: Server) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from urna import library
 from urna.build.collection import build_collection
 from urna.build.ray_build import ray_runner
 from urna.build.run import run_build
@@ -37,6 +38,12 @@ SPEC_OPTIONS = (
 @click.command(name="build")
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="The .urna file to write.")
+@click.option(
+    "--name",
+    default=None,
+    metavar="NAME",
+    help="Write into the library (URNA_HOME) as NAME, in place of -o; then use -l NAME.",
+)
 @click.option(
     "--from-jsonl",
     "from_jsonl",
@@ -113,6 +120,7 @@ SPEC_OPTIONS = (
 def build_cmd(
     inputs: tuple[Path, ...],
     output: Path | None,
+    name: str | None,
     from_jsonl: str | None,
     title: str | None,
     shards: int | None,
@@ -124,6 +132,10 @@ def build_cmd(
     **options: Any,
 ) -> None:
     """Build a .urna file: from documents (PATH... -o OUT), a SPEC.toml, or --from-jsonl vectors."""
+    if name is not None:
+        if output is not None:
+            raise click.UsageError("give -o OUT or --name NAME, not both")
+        output = library.target(name, collection=shards is not None)
     if from_jsonl is not None:
         if inputs:
             raise click.UsageError("--from-jsonl takes no other inputs")
@@ -145,6 +157,8 @@ def build_cmd(
         spec.metadata["title"] = title
     show = sys.stderr.isatty() if progress is None else progress
     report = (lambda m: click.echo(m, err=True)) if show else (lambda m: None)
+    if name is not None and shards is None and spec.shards is not None:
+        spec = replace(spec, output=library.target(name, collection=True))
     shards = shards or spec.shards
     if shards is None and (jobs > 1 or ray_address):
         raise click.UsageError("--jobs and --ray build collections: add --shards N")

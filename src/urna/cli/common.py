@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 import urna
+from urna import library
 from urna.cli import render
 from urna.search.fusion import FUSIONS
 from urna.search.protocol import Searchable
@@ -34,7 +35,70 @@ def open_corpus(path: str) -> Searchable:
     return urna.open(path)
 
 
-file_argument = click.argument("file", type=click.Path(path_type=str))
+class FileCommand(click.Command):
+    """A verb whose first argument is a FILE (or collection folder): ``-l NAME`` names a corpus
+    in the library instead, anywhere on the line, and stands in for that argument."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        name, rest = _take_library(self, list(args))
+        if name is not None:
+            rest = [str(library.resolve(name)), *rest]
+        return super().parse_args(ctx, rest)
+
+
+def _take_library(command: click.Command, args: list[str]) -> tuple[str | None, list[str]]:
+    """Remove ``-l NAME`` / ``--library NAME`` / ``--library=NAME`` / ``-lNAME`` from ``args``
+    (not a value of another option, not after ``--``), returning NAME."""
+    takes_value = {
+        opt
+        for p in command.params
+        if isinstance(p, click.Option) and not p.is_flag and p.name != "library"
+        for opt in p.opts
+    }
+    name, rest, i = None, [], 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            rest += args[i:]
+            break
+        if token in ("-l", "--library"):
+            if i + 1 >= len(args):
+                raise click.UsageError(f"option {token} requires a corpus name")
+            given, i = args[i + 1], i + 2
+        elif token.startswith("--library="):
+            given, i = token.partition("=")[2], i + 1
+        elif token.startswith("-l") and not token.startswith("--"):
+            given, i = token[2:], i + 1
+        else:
+            rest.append(token)
+            if token in takes_value and i + 1 < len(args):
+                rest.append(args[i + 1])
+                i += 1
+            i += 1
+            continue
+        if name is not None:
+            raise click.UsageError("give -l NAME once")
+        name = given
+    return name, rest
+
+
+def file_command(name: str | None = None) -> Callable[[F], click.Command]:
+    """``click.command`` for a verb that takes a FILE (or ``-l NAME``)."""
+    return click.command(name=name, cls=FileCommand)
+
+
+def file_argument(command: F) -> F:
+    """The FILE argument, and ``-l NAME`` for a corpus of the library in its place."""
+    command = click.option(
+        "-l",
+        "--library",
+        metavar="NAME",
+        expose_value=False,
+        help="A corpus of the library (URNA_HOME; see urna list) in place of FILE.",
+    )(command)
+    return click.argument("file", type=click.Path(path_type=str))(command)
+
+
 k_option = click.option(
     "-k", "--k", "k", type=int, default=10, show_default=True, help="Hits to return (> 0)."
 )
@@ -75,3 +139,18 @@ def filter_options(command: F) -> F:
         metavar="GLOB",
         help="Only chunks whose source_uri matches GLOB (e.g. 'docs/*.md').",
     )(command)
+
+
+def library_paths(paths: tuple[Path, ...], names: tuple[str, ...], *, default: bool) -> list[Path]:
+    """What a server verb serves: its paths and the named corpora, or (``default`` and
+    neither given) every corpus of the library."""
+    chosen = [*paths, *(library.resolve(n) for n in names)]
+    if chosen or not default:
+        return chosen
+    found = list(library.paths().values())
+    if not found:
+        raise urna.UrnaError(
+            f"nothing to serve: the library {library.home()} holds no corpora "
+            "(build one with urna build ... --name NAME, or give files)"
+        )
+    return found

@@ -11,10 +11,10 @@ import click
 
 import urna
 from urna.cli import render
-from urna.cli.common import file_argument, open_corpus, out
+from urna.cli.common import file_argument, file_command, open_corpus, out
 
 
-@click.command()
+@file_command()
 @file_argument
 def stats(file: str) -> None:
     """Manifest fields, sections, file_hash and content_hash."""
@@ -25,7 +25,7 @@ def stats(file: str) -> None:
             out(render.stats(corpus))
 
 
-@click.command()
+@file_command()
 @file_argument
 def validate(file: str) -> None:
     """Every open check, every chunk id recomputed, a full NaN/Inf walk."""
@@ -39,7 +39,7 @@ def validate(file: str) -> None:
         )
 
 
-@click.command()
+@file_command()
 @file_argument
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 def inspect(file: str, as_json: bool) -> None:
@@ -53,7 +53,7 @@ def inspect(file: str, as_json: bool) -> None:
             out(render.inspect(corpus))
 
 
-@click.command()
+@file_command()
 @file_argument
 @click.argument("citation")
 @click.option(

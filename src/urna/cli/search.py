@@ -11,6 +11,7 @@ import click
 from urna.cli import render
 from urna.cli.common import (
     file_argument,
+    file_command,
     filter_options,
     fusion_option,
     json_option,
@@ -25,7 +26,7 @@ from urna.search.query import parse_vector
 from urna.search.result import SearchResult
 
 
-@click.command()
+@file_command()
 @file_argument
 @click.argument("query")
 @k_option
@@ -40,7 +41,7 @@ def search(
         print_result(corpus.search(vector, k=k, source=source, section=section), as_json)
 
 
-@click.command(name="search-ann")
+@file_command("search-ann")
 @file_argument
 @click.argument("query")
 @k_option
@@ -63,7 +64,7 @@ def search_ann(
         print_result(result, as_json)
 
 
-@click.command(name="search-graph")
+@file_command("search-graph")
 @file_argument
 @click.argument("query")
 @k_option
@@ -88,7 +89,7 @@ def search_graph(
         print_result(result, as_json)
 
 
-@click.command(name="search-space")
+@file_command("search-space")
 @file_argument
 @click.argument("query")
 @click.option("--space", required=True, help="Name of the embedding space.")
@@ -106,7 +107,7 @@ def search_space(
         print_result(result, as_json)
 
 
-@click.command(name="search-text")
+@file_command("search-text")
 @file_argument
 @click.argument("text")
 @k_option
@@ -138,7 +139,7 @@ def search_text(
     print_result(result, as_json)
 
 
-@click.command()
+@file_command()
 @file_argument
 @click.argument("text")
 @k_option
@@ -169,7 +170,7 @@ def ask(
     out(render.ask(result, explain=disclose == "explain"))
 
 
-@click.command()
+@file_command()
 @file_argument
 @click.argument("text")
 @k_option

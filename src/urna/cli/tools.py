@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from urna.cli import render
-from urna.cli.common import file_argument, k_option, open_corpus, out
+from urna.cli.common import file_argument, file_command, k_option, library_paths, open_corpus, out
 from urna.evaluate.latency import run_benchmark
 from urna.evaluate.run import run_eval
 
@@ -71,7 +71,7 @@ def eval_cmd(
     out(json.dumps(report.to_dict(), indent=2) if as_json else render.eval_report(report))
 
 
-@click.command(name="benchmark")
+@file_command("benchmark")
 @file_argument
 @click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True)
 @k_option
@@ -86,6 +86,14 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-l",
+    "--library",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Serve this corpus of the library (repeatable); with no path at all, the whole library.",
+)
 @click.option(
     "--watch",
     "watches",
@@ -136,6 +144,7 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 )
 def serve(
     paths: tuple[Path, ...],
+    names: tuple[str, ...],
     ray_address: str | None,
     places: tuple[str, ...],
     watches: tuple[str, ...],
@@ -147,11 +156,12 @@ def serve(
     max_rps: float,
     token: str | None,
 ) -> None:
-    """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem."""
+    """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem; with no
+    path, every corpus of the library. The MCP server for agents is at /mcp."""
     from urna.server.run import serve as run_server
 
     run_server(
-        list(paths),
+        library_paths(paths, names, default=not watches),
         host=host,
         port=port,
         token=token,
@@ -165,4 +175,24 @@ def serve(
     )
 
 
-COMMANDS = (eval_cmd, benchmark_cmd, serve)
+@click.command(name="mcp")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "-l",
+    "--library",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Answer for this corpus of the library (repeatable); with no path, the whole library.",
+)
+def mcp_cmd(paths: tuple[Path, ...], names: tuple[str, ...]) -> None:
+    """The MCP server for agents over stdio: tools search, cite, read and list_corpora over
+    these .urna files, collections or folders (the library when none is given)."""
+    from urna.server.databases import load
+    from urna.server.mcp import create_mcp
+
+    server = create_mcp(load(library_paths(paths, names, default=True)))
+    server.run("stdio")
+
+
+COMMANDS = (eval_cmd, benchmark_cmd, serve, mcp_cmd)

@@ -8,7 +8,7 @@ import numpy as np
 
 from urna.search.chunks import ChunkStore
 from urna.search.result import Hit
-from urna.search.snippet import snippet
+from urna.search.snippet import plain, snippet
 
 
 class HitMaker:
@@ -57,7 +57,7 @@ class HitMaker:
                     page=c.page,
                     source_ordinal=c.source_ordinal,
                     ranks=ranks[rank - 1] if ranks is not None else {},
-                    snippet=snippet(c.text, terms) if terms is not None else "",
+                    snippet="" if terms is None else snippet(plain(c.text, c.source_uri), terms),
                     precision=precision,
                 )
             )

@@ -6,13 +6,16 @@ import hmac
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import resources
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.routing import BaseRoute
 
 from urna import __version__
+from urna.errors import UrnaError
 from urna.server import compat, errors, v1
 from urna.server.databases import Databases
 from urna.server.errors import error_body
@@ -46,11 +49,22 @@ class RateLimit:
             return allowed
 
 
-def create_app(dbs: Databases, *, token: str | None = None, max_rps: float = 0) -> FastAPI:
+def create_app(
+    dbs: Databases,
+    *,
+    token: str | None = None,
+    max_rps: float = 0,
+    host: str = "127.0.0.1",
+    mcp: bool = True,
+) -> FastAPI:
+    """The app. ``host`` is the address it listens on: on loopback, /mcp refuses requests
+    whose Host or Origin is not a loopback name (DNS rebinding)."""
+    mcp_routes, lifespan = _mcp(dbs, host) if mcp else ([], None)
     app = FastAPI(
         title="urna",
         version=__version__,
-        description="Search .urna files: KuraDB-compatible routes and the /v1 API.",
+        description="Search .urna files: KuraDB-compatible routes, the /v1 API, MCP at /mcp.",
+        lifespan=lifespan,
     )
     errors.install(app)
 
@@ -86,6 +100,7 @@ def create_app(dbs: Databases, *, token: str | None = None, max_rps: float = 0) 
 
     app.include_router(compat.router(dbs))
     app.include_router(v1.router(dbs))
+    app.router.routes.extend(mcp_routes)
 
     page = resources.files("urna.server").joinpath("page.html").read_text(encoding="utf-8")
 
@@ -94,3 +109,26 @@ def create_app(dbs: Databases, *, token: str | None = None, max_rps: float = 0) 
         return page
 
     return app
+
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def _mcp(dbs: Databases, host: str) -> tuple[list[BaseRoute], Lifespan | None]:
+    """The MCP server's route (stateless streamable HTTP) and the lifespan that runs its
+    session manager; none when the ``mcp`` package is not installed."""
+    try:
+        from urna.server.mcp import create_mcp
+
+        server = create_mcp(dbs)
+    except UrnaError:
+        return [], None
+    starlette = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    manager = server.session_manager
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return list(starlette.routes), lifespan

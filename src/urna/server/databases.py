@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from urna.errors import FileError, UrnaError
 from urna.format.catalog import is_collection
@@ -36,6 +37,20 @@ class Databases:
         reader, as on a swap."""
         with self.lock:
             self.corpora.pop(name, None)
+
+
+def database_record(name: str, corpus: Searchable) -> dict[str, Any]:
+    """A served database as /v1/databases and the MCP tool list_corpora describe it."""
+    return {
+        "name": name,
+        "chunks": corpus.n_chunks,
+        "model": corpus.model,
+        "dim": corpus.dim,
+        "index_type": corpus.index_type,
+        "text_search": corpus.has_text_index,
+        "file_hash": corpus.file_hash,
+        "content_hash": corpus.content_hash,
+    }
 
 
 def discover(paths: list[Path]) -> dict[str, Path]:

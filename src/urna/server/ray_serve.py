@@ -164,7 +164,7 @@ class CollectionIngress:
     def __serve_build_asgi_app__(self) -> Any:
         from urna.server.app import create_app
 
-        return create_app(self.dbs, token=self.token, max_rps=self.max_rps)
+        return create_app(self.dbs, token=self.token, max_rps=self.max_rps, mcp=False)
 
 
 def _serve() -> Any:

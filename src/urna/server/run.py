@@ -74,7 +74,7 @@ def serve(
             report=lambda m: print(m, file=sys.stderr, flush=True),
         )
         watcher.start()
-    app = create_app(dbs, token=token, max_rps=max_rps)
+    app = create_app(dbs, token=token, max_rps=max_rps, host=host)
     try:
         uvicorn.run(
             app,

@@ -7,11 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from urna.index.tokenize import tokenize
 from urna.search.fusion import Fusion
+from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
 from urna.search.result import chunk_record
 from urna.search.text import Mode
-from urna.server.databases import Databases
+from urna.server.databases import Databases, database_record
 from urna.server.errors import ERROR_RESPONSES, ApiError
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
@@ -47,7 +49,8 @@ def router(dbs: Databases) -> APIRouter:
             source=source or None,
             section=section or None,
         )
-        return {"db": db, **result.to_dict()}
+        # The query's terms as the snippets mark them, for a shell to highlight.
+        return {"db": db, "terms": tokenize(q), **result.to_dict()}
 
     @api.get(
         "/cite",
@@ -61,24 +64,38 @@ def router(dbs: Databases) -> APIRouter:
         chunk = await asyncio.to_thread(corpus.cite, citation)
         return chunk_record(chunk, file_hash=corpus.file_hash, content_hash=corpus.content_hash)
 
+    @api.get(
+        "/read",
+        summary="A cited chunk with its neighbours in its source",
+        responses=ERROR_RESPONSES,
+    )
+    async def read(
+        db: str = Query(..., min_length=1),
+        citation: str = Query(..., min_length=1, max_length=300),
+        before: int = Query(1, ge=0, le=MAX_NEIGHBOURS),
+        after: int = Query(1, ge=0, le=MAX_NEIGHBOURS),
+    ) -> dict[str, Any]:
+        corpus = corpus_of(db)
+
+        def passage() -> dict[str, Any]:
+            found = neighbours(corpus, corpus.cite(citation), before=before, after=after)
+            fields = {"file_hash": corpus.file_hash, "content_hash": corpus.content_hash}
+            return {
+                "db": db,
+                "chunk": chunk_record(found.chunk, **fields),
+                "before": [chunk_record(c, **fields) for c in found.before],
+                "after": [chunk_record(c, **fields) for c in found.after],
+            }
+
+        return await asyncio.to_thread(passage)
+
     @api.get("/databases", summary="Loaded databases")
     async def databases() -> dict[str, Any]:
         out = []
         for name in dbs.names():
             c = dbs.get(name)
             if c is not None:
-                out.append(
-                    {
-                        "name": name,
-                        "chunks": c.n_chunks,
-                        "model": c.model,
-                        "dim": c.dim,
-                        "index_type": c.index_type,
-                        "text_search": c.has_text_index,
-                        "file_hash": c.file_hash,
-                        "content_hash": c.content_hash,
-                    }
-                )
+                out.append(database_record(name, c))
         return {"databases": out}
 
     @api.get(

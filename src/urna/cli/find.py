@@ -1,0 +1,168 @@
+"""``urna find``: search for people, printed as fluree's ``doc search`` prints it.
+
+One block per hit: rank, score, file and section path (the per-method scores and ranks on a
+fused hit), a snippet centred on the query's words, the citation; then a closing line.
+``--json`` prints the hits as a list of objects (``score``, ``chunk``, ``document``, ``file``,
+``path``, ``text``, ``ranks`` on a fused hit, and the citation and span fields).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from urna.cli.common import (
+    file_argument,
+    file_command,
+    filter_options,
+    fusion_option,
+    model_path_option,
+    open_corpus,
+    out,
+)
+from urna.index.tokenize import tokenize
+from urna.search.result import Hit, SearchResult
+from urna.search.snippet import plain, snippet, term_pattern
+from urna.search.text import MODES
+
+PATH_WIDTH = 48
+METHODS = (("vector", 2), ("text", 1))  # the fused methods, each score's decimals
+
+
+def short_path(path: str, width: int = PATH_WIDTH) -> str:
+    """A section path cut from the left, whole parts first: ``… / c. Last part``."""
+    if len(path) <= width:
+        return path
+    parts = path.split(" / ")
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + len(kept) + 3 + 4 > width:
+            break
+        kept = f"{part} / {kept}"
+    if len(kept) + 4 > width:
+        return "…" + kept[-(width - 1) :]
+    return f"… / {kept}"
+
+
+def methods_part(hit: Hit) -> str:
+    """``vector 0.53 #10 · text 11.1 #1``: each method's own score and rank on a fused hit."""
+    parts = []
+    for method, decimals in METHODS:
+        r = hit.ranks.get(method)
+        if r is not None:
+            parts.append(f"{method} {r['score']:.{decimals}f} #{int(r['rank'])}")
+    return " · ".join(parts)
+
+
+def _style(text: str, **styles: Any) -> str:
+    return text if os.environ.get("NO_COLOR") else click.style(text, **styles)
+
+
+def hit_snippet(hit: Hit, terms: list[str]) -> str:
+    """The snippet, Markdown markup left out, the query's words in bold (on a terminal)."""
+    text = snippet(plain(hit.text, hit.source_uri), terms)
+    pattern = term_pattern(terms)
+    if pattern is None:
+        return text
+    return pattern.sub(lambda m: _style(m.group(0), bold=True, fg="yellow"), text)
+
+
+def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
+    terms = tokenize(query)
+    fused = result.mode == "hybrid"
+    blocks = []
+    for h in result.hits:
+        head = f"{h.rank}. {_style(f'{h.score:.3f}', bold=True)} {_style(h.source_uri, bold=True)}"
+        if h.section_path:
+            head += f" {short_path(h.section_path)}"
+        if fused:
+            head += f"   {_style(methods_part(h), dim=True)}"
+        indent = " " * (len(str(h.rank)) + 2)
+        blocks.append(
+            f"{head}\n{indent}{hit_snippet(h, terms)}\n{indent}{_style(h.citation_id, dim=True)}"
+        )
+    if not blocks:
+        blocks.append(f"No chunk matches {query!r}.")
+    n = len(result.hits)
+    blocks.append(f"({n} result(s), {result.mode}, {elapsed_ms:.0f} ms)")
+    return "\n\n".join(blocks)
+
+
+def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
+    """One hit of ``find --json``: fluree's keys, then the citation and the span."""
+    return {
+        "score": hit.score,
+        "chunk": hit.chunk_id,
+        "document": hit.source_uri,
+        "file": posixpath.basename(hit.source_uri),
+        "path": hit.section_path,
+        "text": hit.text,
+        **({"ranks": hit.ranks} if fused else {}),
+        "rank": hit.rank,
+        "citation_id": hit.citation_id,
+        "content_hash": hit.content_hash,
+        "source_uri": hit.source_uri,
+        "byte_start": hit.byte_start,
+        "byte_end": hit.byte_end,
+        "page": hit.page,
+        "snippet": snippet(plain(hit.text, hit.source_uri), terms),
+    }
+
+
+@file_command("find")
+@file_argument
+@click.argument("query")
+@click.option(
+    "-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Results."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="auto",
+    show_default=True,
+    help="auto: everything the file has (hybrid when it can); hybrid, vector or text.",
+)
+@fusion_option
+@model_path_option
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
+def find(
+    file: str,
+    query: str,
+    limit: int,
+    mode: str,
+    fusion: str | None,
+    model_path: Path | None,
+    source: str | None,
+    section: str | None,
+    as_json: bool,
+) -> None:
+    """Search a file, a collection or a library corpus (-l NAME) and read the answers: each
+    hit's place, a snippet around the query's words, and its citation."""
+    t0 = time.perf_counter()
+    with open_corpus(file) as corpus:
+        result = corpus.search_text(
+            query,
+            k=limit,
+            mode=mode,
+            fusion=fusion,
+            model_path=model_path,
+            source=source,
+            section=section,
+        )
+    elapsed_ms = (time.perf_counter() - t0) * 1000
+    if as_json:
+        terms = tokenize(query)
+        records = [record(h, result.mode == "hybrid", terms) for h in result.hits]
+        out(json.dumps(records, ensure_ascii=False, indent=2))
+        return
+    out(render(result, query, elapsed_ms))
+
+
+COMMANDS = (find,)

@@ -1,0 +1,1 @@
+"""Adapters that let other frameworks call urna (each behind its own extra)."""

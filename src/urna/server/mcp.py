@@ -1,0 +1,207 @@
+"""The MCP server for agents, on the official ``mcp`` SDK: ``urna mcp`` over stdio, and the
+same tools at ``/mcp`` on ``urna serve`` (streamable HTTP, behind the server's token).
+
+Tools: ``search`` (hits in the one wire shape, with citations and snippets), ``cite``
+(a citation's text and span, optionally checked against its source), ``read`` (a chunk with
+its neighbours in its source) and ``list_corpora``. A failure is an MCP tool error whose text
+is the CLI's ``Error: ...`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import anyio
+from pydantic import Field
+
+from urna import __version__
+from urna.errors import CitationError, UrnaError
+from urna.search.chunks import Chunk
+from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
+from urna.search.protocol import Searchable
+from urna.search.result import chunk_record
+from urna.server.databases import Databases, database_record
+from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "urna searches local document collections (corpora) and answers with passages that carry "
+    "a citation urna://<content_hash>/<chunk_id>. Call search first; quote the passages you "
+    "use with their citation; call read for the text around a passage, cite to show or check "
+    "one. list_corpora names the corpora when more than one is served."
+)
+
+SEARCH = (
+    "Search a corpus of documents by meaning and by words. Returns the best passages (hits), "
+    "each with its text, a snippet around the query's words, its source file and section path, "
+    "its exact byte span in the source, per-method ranks, and a citation_id to quote. "
+    "Write the query as a question or keywords. mode: auto (default, both methods when the "
+    "corpus allows), hybrid, vector (paraphrase, meaning) or text (exact words, names, "
+    "identifiers). Narrow with source (a glob on the source path, e.g. 'docs/*.md') or "
+    "section (a section path prefix, e.g. 'Guide / Install')."
+)
+CITE = (
+    "Resolve a citation urna://<content_hash>/<chunk_id> (from a search hit) to its exact "
+    "text, source file and byte span. With verify_source, also re-read the source file and "
+    "check that the cited bytes still match the stored text."
+)
+READ = (
+    "Read a cited passage with its neighbours: the chunks just before and after it in the "
+    "same source document, for the context a single passage lacks."
+)
+LIST = "List the corpora this server answers for: name, chunk count, embedding model, hashes."
+
+CorpusName = Annotated[
+    str | None,
+    Field(description="Corpus to use (list_corpora names them); optional when only one."),
+]
+CitationArg = Annotated[
+    str, Field(description="A citation_id from a search hit: urna://<content_hash>/<chunk_id>")
+]
+
+
+class Tools:
+    """The tools' bodies over the served corpora; each raises ``UrnaError`` on bad input."""
+
+    def __init__(self, dbs: Databases) -> None:
+        self.dbs = dbs
+
+    def corpus(self, name: str | None) -> tuple[str, Searchable]:
+        names = self.dbs.names()
+        if name is None:
+            if len(names) == 1:
+                name = names[0]
+            elif not names:
+                raise UrnaError("no corpus is served")
+            else:
+                raise UrnaError(f"several corpora are served ({', '.join(names)}): name one")
+        corpus = self.dbs.get(name)
+        if corpus is None:
+            raise UrnaError(f"corpus not found: {name} (served: {', '.join(names) or 'none'})")
+        return name, corpus
+
+    def resolve(self, citation: str, name: str | None) -> tuple[str, Searchable, Chunk]:
+        """The corpus holding ``citation`` (the named one, or the one whose hash it names)."""
+        if name is not None or len(self.dbs.names()) <= 1:
+            found, corpus = self.corpus(name)
+            return found, corpus, corpus.cite(citation)
+        first: CitationError | None = None
+        for candidate in self.dbs.names():
+            held = self.dbs.get(candidate)
+            if held is None:
+                continue
+            try:
+                return candidate, held, held.cite(citation)
+            except CitationError as exc:
+                first = first or exc
+                if "content_hash mismatch" not in str(exc):
+                    raise
+        raise CitationError(f"no served corpus holds {citation}") from first
+
+    def search(
+        self,
+        query: str,
+        corpus: str | None,
+        mode: str,
+        limit: int,
+        source: str | None,
+        section: str | None,
+    ) -> dict[str, Any]:
+        if not query.strip():
+            raise UrnaError("the query is empty")
+        name, searchable = self.corpus(corpus)
+        result = searchable.search_text(
+            query, k=limit, mode=mode, source=source or None, section=section or None
+        )
+        return {"corpus": name, **result.to_dict()}
+
+    def cite(self, citation: str, corpus: str | None, verify_source: bool) -> dict[str, Any]:
+        name, searchable, chunk = self.resolve(citation, corpus)
+        out = {"corpus": name, **_record(searchable, chunk)}
+        if verify_source:
+            path = searchable.verify_source(chunk)
+            out["source_check"] = f"ok: the bytes of {path} match the stored text"
+        return out
+
+    def read(self, citation: str, corpus: str | None, before: int, after: int) -> dict[str, Any]:
+        name, searchable, chunk = self.resolve(citation, corpus)
+        passage = neighbours(searchable, chunk, before=before, after=after)
+        return {
+            "corpus": name,
+            "chunk": _record(searchable, passage.chunk),
+            "before": [_record(searchable, c) for c in passage.before],
+            "after": [_record(searchable, c) for c in passage.after],
+        }
+
+    def list_corpora(self) -> dict[str, Any]:
+        out = []
+        for name in self.dbs.names():
+            corpus = self.dbs.get(name)
+            if corpus is not None:
+                out.append(database_record(name, corpus))
+        return {"corpora": out}
+
+
+def _record(corpus: Searchable, chunk: Chunk) -> dict[str, Any]:
+    return chunk_record(chunk, file_hash=corpus.file_hash, content_hash=corpus.content_hash)
+
+
+async def _run(fn: Callable[[], T]) -> T:
+    """A tool body off the event loop; its ``UrnaError`` becomes the tool's error."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except UrnaError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def create_mcp(dbs: Databases) -> MCPServer:
+    """The MCP server over ``dbs`` (its tools read the served corpora as they are then)."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.types import ToolAnnotations
+    except ImportError:
+        raise UrnaError("the MCP server needs its extra: pip install 'urna[mcp]'") from None
+    tools = Tools(dbs)
+    server: MCPServer = MCPServer(
+        "urna", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(description=SEARCH, annotations=readonly)
+    async def search(
+        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        corpus: CorpusName = None,
+        mode: Literal["auto", "hybrid", "vector", "text"] = "auto",
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Hits to return")] = 10,
+        source: Annotated[str | None, Field(max_length=500)] = None,
+        section: Annotated[str | None, Field(max_length=500)] = None,
+    ) -> dict[str, Any]:
+        return await _run(lambda: tools.search(query, corpus, mode, limit, source, section))
+
+    @server.tool(description=CITE, annotations=readonly)
+    async def cite(
+        citation: CitationArg, corpus: CorpusName = None, verify_source: bool = False
+    ) -> dict[str, Any]:
+        return await _run(lambda: tools.cite(citation, corpus, verify_source))
+
+    @server.tool(description=READ, annotations=readonly)
+    async def read(
+        citation: CitationArg,
+        corpus: CorpusName = None,
+        before: Annotated[int, Field(ge=0, le=MAX_NEIGHBOURS)] = 1,
+        after: Annotated[int, Field(ge=0, le=MAX_NEIGHBOURS)] = 1,
+    ) -> dict[str, Any]:
+        return await _run(lambda: tools.read(citation, corpus, before, after))
+
+    @server.tool(description=LIST, annotations=readonly)
+    async def list_corpora() -> dict[str, Any]:
+        return await _run(tools.list_corpora)
+
+    return server

@@ -1,0 +1,124 @@
+"""``urna find``: its human output and its --json, against golden files
+(URNA_UPDATE_GOLDEN=1 rewrites them), in every mode, with a long section path and no hits."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import needs_models, run
+
+pytestmark = needs_models
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _check(name: str, text: str) -> None:
+    golden = GOLDEN / name
+    if os.environ.get("URNA_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text(), f"output differs from {golden}"
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r", \d+ ms\)$", ", <T> ms)", text, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("find-hybrid.txt", ["how do I install urna on Linux", "-n", "3"]),
+        ("find-vector.txt", ["how do I install urna on Linux", "-n", "2", "--mode", "vector"]),
+        ("find-text.txt", ["citation checked against its source", "-n", "2", "--mode", "text"]),
+        ("find-long-path.txt", ["paramount lien on Reserve Bank assets", "-n", "1"]),
+        ("find-none.txt", ["zyxwvut", "--mode", "text"]),
+        (
+            "find-filtered.txt",
+            ["install", "-n", "2", "--section", "Guide / Install", "--mode", "text"],
+        ),
+    ],
+)
+def test_human_output(in_library: Path, name: str, args: list[str]) -> None:
+    result = run("find", "-l", "guide", *args)
+    assert result.exit_code == 0, result.stderr
+    assert "\x1b[" not in result.stdout  # no colour off a terminal
+    _check(name, _normalize(result.stdout))
+
+
+def test_json_output(in_library: Path) -> None:
+    result = run("find", "-l", "guide", "how do I install urna on Linux", "-n", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert [h["rank"] for h in hits] == [1, 2]
+    for h in hits:
+        assert set(h) >= {"score", "chunk", "document", "file", "path", "text", "ranks"}
+        assert h["citation_id"] == f"urna://{h['content_hash']}/{h['chunk']}"
+        assert set(h["ranks"]) == {"vector", "text"}
+    text_only = json.loads(run("find", "-l", "guide", "install", "--mode", "text", "--json").stdout)
+    assert text_only and all("ranks" not in h for h in text_only)  # ranks on fused hits only
+    _check("find.json", result.stdout)
+
+
+def test_citations_resolve_and_spans_are_the_source_bytes(in_library: Path) -> None:
+    hits = json.loads(run("find", "-l", "guide", "model gate", "--json").stdout)
+    cited = run("cite", "-l", "guide", hits[0]["citation_id"], "--verify-source")
+    assert cited.exit_code == 0, cited.stderr
+    assert "ok (bytes match the stored text)" in cited.stdout
+
+
+def test_colour_on_a_terminal_only(in_library: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from urna.cli.app import cli
+
+    args = ["find", "-l", "guide", "install", "--mode", "text", "-n", "1"]
+    coloured = CliRunner().invoke(cli, args, color=True)
+    assert "\x1b[1m" in coloured.stdout and "\x1b[33m" in coloured.stdout  # bold, marked terms
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in CliRunner().invoke(cli, args, color=True).stdout
+
+
+def test_short_path_cuts_from_the_left() -> None:
+    from urna.cli.find import short_path
+
+    assert short_path("Guide / Install") == "Guide / Install"
+    long = "Federal Reserve Banks / Notes to the Statements / Policies / l. Federal Reserve Notes"
+    assert short_path(long) == "… / Policies / l. Federal Reserve Notes"
+    assert short_path("x" * 60, width=20) == "…" + "x" * 19
+    assert len(short_path(long, width=30)) <= 30
+
+
+def test_bad_input(in_library: Path) -> None:
+    assert run("find", "-l", "guide", "q", "-n", "0").exit_code == 2
+    assert run("find", "-l", "guide", "q", "--mode", "bogus").exit_code == 2
+    result = run("find", "-l", "guide", "   ", "--mode", "text")
+    assert result.exit_code == 1 and result.stderr.startswith("Error: ")
+
+
+def test_snippets_leave_markdown_markup_out() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from urna.search.snippet import plain
+
+    source = (
+        "## Install\n\nRun **pip install** `urna` from [PyPI](https://pypi.org), see *the guide*"
+        " and ![a diagram](d.png).\n\n- one\n- [x] two\n> quoted\n\n| a | b |\n|---|---|\n"
+        "| 1 | 2 |\n\nA citation `urna://<content_hash>/<chunk_id>` and snake_case_names."
+    )
+    flat = " ".join(plain(source, "docs/a.md").split())
+    assert flat == (
+        "Install Run pip install urna from PyPI, see the guide and a diagram. one two quoted"
+        " a b 1 2 A citation urna://<content_hash>/<chunk_id> and snake_case_names."
+    )
+    assert plain(source, "notes.txt") == source  # only Markdown sources lose markup
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet="#*_`[]()!<>|-~ \nab1", max_size=200))
+    def never_fails(text: str) -> None:
+        assert isinstance(plain(text, "x.md"), str)
+
+    never_fails()
