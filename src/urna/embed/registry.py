@@ -68,6 +68,26 @@ def resolve(
     return found
 
 
+def resolve_query(
+    name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
+) -> Embedder:
+    """The embedder for one query's text: the checked numpy encoder where there is one
+    (``embed/query.py``), else the same as ``resolve``."""
+    full = resolve(name, model_path=model_path, download=download)
+    if isinstance(full, TransformerEmbedder):
+        key = ("query", *(str(x) for x in (canonical(name), model_path, download)))
+        found = _QUERY.get(key)
+        if found is None:
+            found = full.query_embedder()
+            if found is not full:  # keep a fast one; a missing probe may appear later
+                _QUERY[key] = found
+        return found
+    return full
+
+
+_QUERY: dict[tuple[str, ...], Embedder] = {}
+
+
 def _resolve(
     name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
 ) -> Embedder:

@@ -13,8 +13,14 @@ import numpy as np
 
 from urna.embed.base import THREADS_VARIABLE, quiet_hub_logging, unit_rows
 from urna.embed.hub import hub_snapshot
-from urna.embed.model_hash import model_hash
 from urna.embed.precision import chosen_precision
+from urna.embed.query import (
+    FastQueryEmbedder,
+    cached_model_hash,
+    fast_path_for,
+    probe_record,
+    run_probe,
+)
 from urna.errors import ModelError, missing_extra
 
 BATCH = 32
@@ -51,7 +57,7 @@ class TransformerEmbedder:
     def model_hash(self) -> str:
         if self._folder is None:
             raise ModelError(f"model {self._source} is not a local folder, so it cannot be hashed")
-        return model_hash(self._folder)
+        return cached_model_hash(self._folder)
 
     @cached_property
     def max_tokens(self) -> int:
@@ -93,9 +99,37 @@ class TransformerEmbedder:
         threads = os.environ.get(THREADS_VARIABLE, "")  # set by collection builds
         torch.set_num_threads(int(threads) if threads.isdigit() else max(1, os.cpu_count() or 1))
         try:
-            return SentenceTransformer(str(self._folder or self._source), device="cpu")
+            model = SentenceTransformer(str(self._folder or self._source), device="cpu")
         except Exception as exc:  # a broken folder or an unreachable hub name
             raise ModelError(f"cannot load model {self._source}: {exc}") from None
+        self._probe_fast_path(model)
+        return model
+
+    def _probe_fast_path(self, model: Any) -> None:
+        """With the reference loaded anyway: check the numpy query encoder against it once
+        per model and cache (``embed/query.py``)."""
+        if fast_path_for(self._folder) or self._folder is None:
+            return
+        if probe_record(self.model_hash) is None:
+
+            def reference(texts: list[str]) -> np.ndarray:
+                return np.asarray(
+                    model.encode(texts, batch_size=BATCH, normalize_embeddings=True),
+                    dtype=np.float32,
+                )
+
+            run_probe(self._folder, self.model_hash, reference, self.max_tokens)
+
+    def query_embedder(self) -> TransformerEmbedder | FastQueryEmbedder:
+        """What embeds one query: the numpy encoder once a probe passed for these model
+        files, else this embedder (whose loading runs the probe)."""
+        folder = self._folder if Path(str(self._source)).is_dir() else None
+        if fast_path_for(folder) or folder is None:
+            return self
+        record = probe_record(self.model_hash)
+        if record is None or record.get("ok") is not True:
+            return self
+        return FastQueryEmbedder(self.name, folder, self.model_hash, self.dim, self.max_tokens)
 
     def load(self) -> None:
         """Load the weights now (otherwise the first embed does)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
-from urna.embed.registry import resolve
+from urna.embed.registry import resolve_query
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog
@@ -191,7 +191,7 @@ class Collection(TextSearching):
         )
 
     def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
-        found = resolve(self.model, model_path=model_path, download=False)
+        found = resolve_query(self.model, model_path=model_path, download=False)
         check_gate(found, self.manifest)
         return found
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
-from urna.embed.registry import resolve
+from urna.embed.registry import resolve_query
 from urna.errors import CitationError, QueryError
 from urna.format.audit import AuditReport, audit
 from urna.format.reader import Container, Verify
@@ -183,7 +183,7 @@ class Corpus(FileView, TextSearching):
 
     def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
         """This file's own model (loaded once per process), after the model gate."""
-        found = resolve(self.model, model_path=model_path, download=False)
+        found = resolve_query(self.model, model_path=model_path, download=False)
         check_gate(found, self.manifest)
         return found
 
