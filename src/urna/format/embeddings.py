@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,7 @@ class Matrix:
     encoding: Encoding
     values: np.ndarray
     scales: np.ndarray | None
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # per-open
 
     @property
     def n(self) -> int:

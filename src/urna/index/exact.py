@@ -10,6 +10,7 @@ from urna.format.embeddings import Matrix
 from urna.format.embeddings import view as view_matrix
 from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
+from urna.index.scan import quantized_top_k
 from urna.index.topk import top_k
 
 
@@ -22,6 +23,9 @@ def exact_top_k(
     among them, however few they are.
     """
     if allowed is None:
+        fast = quantized_top_k(matrix, query, k)
+        if fast is not None:
+            return fast
         scores = matrix.dot(query)
         idx = top_k(scores, k)
         return idx, scores[idx]
@@ -29,6 +33,9 @@ def exact_top_k(
         with np.errstate(over="ignore", invalid="ignore"):
             scores = matrix.rows(allowed) @ query
     else:
+        fast = quantized_top_k(matrix, query, k, allowed)
+        if fast is not None:
+            return fast
         scores = matrix.dot(query)[allowed]
     best = top_k(scores, k)
     return allowed[best], scores[best]
