@@ -6,6 +6,12 @@ connections for a fixed number of seconds and reports requests per second,
 p50/p99 latency and failures. /api/health is the HTTP stack's ceiling.
 
     python benchmarks/bench_http.py [--clients 8] [--seconds 10]
+    python benchmarks/bench_http.py --embedders   # /v1/search hybrid by query embedder
+
+``--embedders`` serves the same file three times, one query embedder each, and loads
+/v1/search (hybrid: one query embedding per request): sentence-transformers in float32
+(before issue 11), sentence-transformers under bfloat16 autocast, and the numpy encoder
+(now; ``URNA_FAST_QUERY``).
 """
 
 from __future__ import annotations
@@ -87,31 +93,78 @@ def load(port: int, paths: list[str], clients: int, seconds: float) -> dict[str,
     }
 
 
+EXE = [sys.executable, "-m", "urna"]
+EMBEDDERS = {
+    "sentence-transformers float32 (before)": {
+        "URNA_FAST_QUERY": "0",
+        "URNA_EMBED_PRECISION": "float32",
+    },
+    "sentence-transformers bfloat16": {"URNA_FAST_QUERY": "0", "URNA_EMBED_PRECISION": "auto"},
+    "numpy encoder (now)": {"URNA_FAST_QUERY": "1"},
+}
+
+
+def start(corpus: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    server = subprocess.Popen(
+        [*EXE, "serve", str(corpus), "--port", str(port), "--max-rps", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
+    for _ in range(600):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.1)
+    return server, port
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def by_embedder(corpus: Path, clients: int, seconds: float) -> None:
+    paths = [
+        f"/v1/search?db={corpus.stem}&q={urllib.parse.quote(x)}&limit=5&mode=hybrid"
+        for x in QUERIES
+    ]
+    print(f"/v1/search hybrid, {clients} clients, {seconds:.0f} s each, loopback, 2 cores")
+    print(f"{'query embedder':<40} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    for name, env in EMBEDDERS.items():
+        server, port = start(corpus, env)
+        try:
+            load(port, paths, 2, 2.0)  # load the model
+            r = load(port, paths, clients, seconds)
+        finally:
+            stop(server)
+        print(
+            f"{name:<40} {r['rps']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+            f"{r['failures']:>7}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--embedders", action="store_true", help="/v1/search per embedder")
     args = parser.parse_args()
-    exe = [sys.executable, "-m", "urna"]
     tmp = tempfile.TemporaryDirectory(prefix="urna-bench-http-")
     corpus = Path(tmp.name) / "quickstart.urna"
     subprocess.run(
-        [*exe, "build", str(SPEC), "-o", str(corpus)], check=True, stdout=subprocess.DEVNULL
+        [*EXE, "build", str(SPEC), "-o", str(corpus)], check=True, stdout=subprocess.DEVNULL
     )
-    port = free_port()
-    server = subprocess.Popen(
-        [*exe, "serve", str(corpus), "--port", str(port), "--max-rps", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
+    if args.embedders:
+        try:
+            by_embedder(corpus, args.clients, args.seconds)
+        finally:
+            tmp.cleanup()
+        return
+    server, port = start(corpus, {})
     try:
-        for _ in range(600):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
         db = corpus.stem
         routes = {
             "/api/health": ["/api/health"],
@@ -137,8 +190,7 @@ def main() -> None:
                 f"{r['p99_ms']:>8.2f} {r['failures']:>7}"
             )
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        stop(server)
         tmp.cleanup()
 
 

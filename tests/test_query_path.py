@@ -152,3 +152,41 @@ def test_forged_safetensors_are_refused(tmp_path: Path) -> None:
     header = b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}'
     bad.write_bytes(struct.pack("<Q", len(header)) + header + np.arange(4, dtype="<f4").tobytes())
     assert read_safetensors(bad)["w"].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_concurrent_queries_share_passes_and_get_their_own_vectors() -> None:
+    import threading
+
+    folder = Path(bundled_minilm())
+    encoder = NumpyBert(folder, 254)
+    calls: list[int] = []
+
+    def counted(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return encoder.embed(texts)
+
+    shared = fastq.Coalescer(counted)
+    texts = [f"question number {i} about {w}" for i, w in enumerate(QUERIES * 6)]
+    alone = encoder.embed(texts)
+    out: dict[int, np.ndarray] = {}
+    barrier = threading.Barrier(len(texts))
+
+    def ask(i: int) -> None:
+        barrier.wait()
+        out[i] = shared([texts[i]])[0]
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(out) == list(range(len(texts)))
+    got = np.stack([out[i] for i in range(len(texts))])
+    assert fastq.compare(alone, got) >= 0.99999  # each caller its own text's vector
+    assert sum(calls) == len(texts) and len(calls) < len(texts)  # passes were shared
+
+    def failing(texts: list[str]) -> np.ndarray:
+        raise ModelError("boom")
+
+    with pytest.raises(ModelError, match="boom"):
+        fastq.Coalescer(failing)(["x"])

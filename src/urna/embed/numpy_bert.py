@@ -24,6 +24,7 @@ import numpy as np
 from urna.errors import ModelError
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+BATCH = 16
 _MAX_HEADER = 16 << 20
 
 
@@ -151,34 +152,41 @@ class NumpyBert:
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         return np.asarray(x @ self._w(name + ".weight").T + self._w(name + ".bias"), np.float32)
 
-    def encode(self, ids: Sequence[int]) -> np.ndarray:
-        """The mean-pooled last hidden state of one token sequence (not normalized)."""
+    def encode(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
+        """The mean-pooled last hidden states of token sequences, padded to one length and
+        masked, in one pass (not normalized): (len(batch), hidden)."""
         c = self.config
         eps = float(c.get("layer_norm_eps", 1e-12))
         heads = int(c["num_attention_heads"])
-        n = len(ids)
+        b, n = len(batch), max(len(ids) for ids in batch)
+        tokens = np.zeros((b, n), dtype=np.int64)
+        valid = np.zeros((b, n), dtype=bool)
+        for row, ids in enumerate(batch):
+            tokens[row, : len(ids)] = ids
+            valid[row, : len(ids)] = True
         w = self._w
         x = (
-            w("embeddings.word_embeddings.weight")[np.asarray(ids, dtype=np.int64)]
+            w("embeddings.word_embeddings.weight")[tokens]
             + w("embeddings.position_embeddings.weight")[:n]
             + w("embeddings.token_type_embeddings.weight")[0]
-        )
+        ).reshape(b * n, -1)
         x = _layer_norm(x, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"), eps)
         width = x.shape[1] // heads
         scale = np.float32(1.0 / np.sqrt(width))
+        masked = np.where(valid, np.float32(0), np.float32(-1e9))[:, None, None, :]
         for i in range(int(c["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             q, k, v = (
                 self._linear(x, p + f"attention.self.{m}")
-                .reshape(n, heads, width)
-                .transpose(1, 0, 2)
+                .reshape(b, n, heads, width)
+                .transpose(0, 2, 1, 3)
                 for m in ("query", "key", "value")
             )
-            scores = (q @ k.transpose(0, 2, 1)) * scale
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + masked
             scores -= scores.max(axis=-1, keepdims=True)
             probs = np.exp(scores)
             probs /= probs.sum(axis=-1, keepdims=True)
-            context = (probs @ v).transpose(1, 0, 2).reshape(n, heads * width)
+            context = (probs @ v).transpose(0, 2, 1, 3).reshape(b * n, heads * width)
             attended = self._linear(context, p + "attention.output.dense")
             x = _layer_norm(
                 x + attended,
@@ -191,13 +199,19 @@ class NumpyBert:
             x = _layer_norm(
                 x + out, w(p + "output.LayerNorm.weight"), w(p + "output.LayerNorm.bias"), eps
             )
-        return np.asarray(x.mean(axis=0), dtype=np.float32)
+        hidden = x.reshape(b, n, -1) * valid[:, :, None]
+        return np.asarray(hidden.sum(axis=1) / valid.sum(axis=1)[:, None], dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [self.encode(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
-        if not rows:
+        """Unit vectors, up to ``BATCH`` texts per pass (texts of like length together)."""
+        if not texts:
             return np.empty((0, int(self.config["hidden_size"])), dtype=np.float32)
-        matrix = np.stack(rows)
+        ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        matrix = np.empty((len(ids), int(self.config["hidden_size"])), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            chunk = order[start : start + BATCH]
+            matrix[chunk] = self.encode([ids[i] for i in chunk])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1
         return (matrix / norms).astype(np.float32)

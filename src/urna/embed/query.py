@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -132,6 +133,59 @@ def run_probe(folder: Path, model_hash_: str, reference: Any, max_tokens: int) -
     return record
 
 
+class Coalescer:
+    """Concurrent ``embed`` calls share passes: whoever finds no pass running runs one for
+    everything queued, and keeps going while more arrives; the others wait for theirs. One
+    caller alone waits for nothing. Reading the weights once for many queries is what
+    makes a busy server faster (the pass is bound by memory, not arithmetic)."""
+
+    def __init__(self, embed: Any, limit: int = 32) -> None:
+        self._embed = embed
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._queue: list[dict[str, Any]] = []
+        self._running = False
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        item: dict[str, Any] = {"texts": list(texts), "done": threading.Event()}
+        with self._lock:
+            self._queue.append(item)
+            lead = not self._running
+            self._running = True
+        if lead:
+            self._serve()
+        item["done"].wait()
+        if "error" in item:
+            raise item["error"]
+        return np.asarray(item["out"])
+
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                batch: list[dict[str, Any]] = []
+                taken = 0
+                while self._queue and (
+                    not batch or taken + len(self._queue[0]["texts"]) <= self._limit
+                ):
+                    batch.append(self._queue.pop(0))
+                    taken += len(batch[-1]["texts"])
+                if not batch:
+                    self._running = False
+                    return
+            try:
+                vectors = self._embed([t for item in batch for t in item["texts"]])
+            except BaseException as exc:  # every waiter gets the error
+                for item in batch:
+                    item["error"] = exc
+                    item["done"].set()
+                continue
+            at = 0
+            for item in batch:
+                item["out"] = vectors[at : at + len(item["texts"])]
+                at += len(item["texts"])
+                item["done"].set()
+
+
 class FastQueryEmbedder:
     """The numpy encoder behind the ``Embedder`` interface (float32 arithmetic)."""
 
@@ -164,6 +218,10 @@ class FastQueryEmbedder:
     def _encoder(self) -> NumpyBert:
         return NumpyBert(self._folder, self._max_tokens)
 
+    @cached_property
+    def _shared(self) -> Coalescer:
+        return Coalescer(self._encoder.embed)
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encoded = self._encoder.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encoded]
@@ -172,7 +230,7 @@ class FastQueryEmbedder:
         _ = self._encoder.weights
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encoder.embed(texts)
+        return self._shared(texts)
 
 
 def fast_path_for(folder: Path | None) -> str:
