@@ -222,8 +222,17 @@ class FastQueryEmbedder:
     def _shared(self) -> Coalescer:
         return Coalescer(self._encoder.embed)
 
+    @cached_property
+    def _counter(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
+        tok.no_padding()
+        tok.no_truncation()  # count every token, as the reference's counter does
+        return tok
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        encoded = self._encoder.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        encoded = self._counter.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encoded]
 
     def load(self) -> None:
