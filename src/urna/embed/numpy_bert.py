@@ -29,19 +29,23 @@ _MAX_HEADER = 16 << 20
 
 
 def why_unsupported(folder: Path) -> str:
-    """ "" when ``folder`` holds a model this encoder computes exactly, else the reason."""
+    """Empty when ``folder`` holds a model this encoder computes as sentence-transformers
+    does (urna normalizes every vector, so a Normalize module is optional), else why not."""
     try:
         config = json.loads((folder / "config.json").read_text())
         modules = json.loads((folder / "modules.json").read_text())
         pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
-    except (OSError, ValueError) as exc:
+        kinds = [str(m.get("type", "")).rpartition(".")[2] for m in modules]
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
         return f"cannot read its configuration: {exc}"
-    kinds = [m.get("type", "").rpartition(".")[2] for m in modules]
+    if not isinstance(config, dict) or not isinstance(pooling, dict):
+        return "cannot read its configuration: not JSON objects"
     checks = {
         "a BERT model": config.get("model_type") == "bert",
         "GELU": config.get("hidden_act") == "gelu",
         "absolute positions": config.get("position_embedding_type", "absolute") == "absolute",
-        "Transformer, Pooling[, Normalize]": kinds in (["Transformer", "Pooling", "Normalize"],),
+        "Transformer, Pooling[, Normalize]": kinds
+        in (["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling"]),
         "mean pooling": pooling.get("pooling_mode_mean_tokens") is True
         and not any(
             v
