@@ -19,6 +19,10 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 class UrnaGroup(click.Group):
     """Turns every runtime error into one ``Error: ...`` line on stderr and exit code 1."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """In the order they are added: find first, the verbs for people before the rest."""
+        return list(self.commands)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

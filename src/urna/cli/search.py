@@ -227,4 +227,4 @@ def _text(
         )
 
 
-COMMANDS = (search, search_ann, search_graph, search_space, search_text, ask, retrieve)
+COMMANDS = (ask, retrieve, search_text, search, search_ann, search_graph, search_space)
