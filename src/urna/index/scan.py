@@ -80,9 +80,10 @@ def _rounded_query(matrix: Matrix, q: np.ndarray) -> tuple[np.ndarray, float, np
 
 
 def _approximate(
-    matrix: Matrix, rounded: np.ndarray, factor: float, rows: int, k: int = 0
+    matrix: Matrix, rounded: np.ndarray, rows: int, k: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's approximate score, and (with ``k``) each chunk's k best of them: both
+    """Every row's approximate score divided by the query's factor (a positive constant
+    applied to thresholds instead), and (with ``k``) each chunk's k best of them: both
     computed chunk by chunk on every core, while the chunk is in cache."""
     kernels = _kernels()
     out = np.empty(rows, dtype=np.float32)
@@ -95,7 +96,6 @@ def _approximate(
         if scales is not None:
             with np.errstate(over="ignore", invalid="ignore"):
                 scores *= scales[start:stop]
-                scores *= np.float32(factor)
         if k:
             keep = min(k, stop - start)
             tops.append(np.partition(scores, len(scores) - keep)[len(scores) - keep :])
@@ -142,7 +142,8 @@ def _trusted(
     key = ("trusted", matrix.encoding)
     if key not in matrix.memo:
         rows = min(matrix.n, CHECK_ROWS)
-        approx, _ = _approximate(matrix, rounded, factor, rows)
+        approx, _ = _approximate(matrix, rounded, rows)
+        approx = approx * np.float32(factor)
         with np.errstate(over="ignore", invalid="ignore"):
             exact = matrix.rows(slice(0, rows)) @ q
         finite = np.isfinite(exact) & np.isfinite(approx)
@@ -168,10 +169,10 @@ def quantized_top_k(
     if not np.isfinite(bound) or not _trusted(matrix, q, rounded, factor, bound):
         return None
     if allowed is None:
-        approx, tops = _approximate(matrix, rounded, factor, n, k)
+        approx, tops = _approximate(matrix, rounded, n, k)
         kth = float(np.partition(tops, len(tops) - k)[len(tops) - k])
     else:
-        approx, _ = _approximate(matrix, rounded, factor, n)
+        approx, _ = _approximate(matrix, rounded, n)
         keep = np.zeros(n, dtype=bool)
         keep[allowed] = True
         approx[~keep] = -np.inf
@@ -179,8 +180,8 @@ def quantized_top_k(
     if not np.isfinite(kth):  # a NaN or infinite score (a forged row), or too few rows kept
         return None
     # The k rows above kth score at least kth - B exactly; a row can beat that only if its
-    # approximate score is at least kth - 2B.
-    candidates = np.flatnonzero(approx >= kth - 2 * bound)
+    # approximate score is at least kth - 2B (both sides here divided by the factor).
+    candidates = np.flatnonzero(approx >= kth - 2 * bound / factor)
     if len(candidates) * 4 > n:
         return None
     scores = _exact_scores(matrix, candidates, q)
