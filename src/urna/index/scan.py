@@ -58,8 +58,12 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _parallel(fn: Any, n: int) -> None:
-    """``fn(start, stop)`` over [0, n) in chunks, on every core."""
-    futures = [_executor().submit(fn, s, min(n, s + CHUNK)) for s in range(0, n, CHUNK)]
+    """``fn(start, stop)`` over [0, n) in about CHUNK-row chunks, as many for every core."""
+    pool = _executor()
+    workers = pool._max_workers
+    parts = max(1, round(n / CHUNK / workers)) * workers
+    step = max(1, -(-n // parts))
+    futures = [pool.submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
     for f in futures:
         f.result()
 
