@@ -27,20 +27,3 @@ def per_query(fn: Callable[[Any], object], queries: Sequence[Any]) -> float:
         fn(q)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-def interleaved(
-    fns: Sequence[Callable[[Any], object]], queries: Sequence[Any], rounds: int = 3
-) -> list[float]:
-    """Median seconds per query of each function, timed in turn on every query (so drift in
-    the machine's speed affects them alike), after one untimed warm-up each."""
-    for fn in fns:
-        fn(queries[0])
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for q in queries:
-            for i, fn in enumerate(fns):
-                t0 = time.perf_counter()
-                fn(q)
-                times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
