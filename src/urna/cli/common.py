@@ -154,3 +154,16 @@ def library_paths(paths: tuple[Path, ...], names: tuple[str, ...], *, default: b
             "(build one with urna build ... --name NAME, or give files)"
         )
     return found
+
+
+def served_paths(command: F) -> F:
+    """PATHS and repeatable ``-l NAME`` for the server verbs (none of either: the library)."""
+    command = click.option(
+        "-l",
+        "--library",
+        "names",
+        multiple=True,
+        metavar="NAME",
+        help="This corpus of the library (repeatable); with no path at all, the whole library.",
+    )(command)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(command)

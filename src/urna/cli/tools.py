@@ -9,7 +9,15 @@ from pathlib import Path
 import click
 
 from urna.cli import render
-from urna.cli.common import file_argument, file_command, k_option, library_paths, open_corpus, out
+from urna.cli.common import (
+    file_argument,
+    file_command,
+    k_option,
+    library_paths,
+    open_corpus,
+    out,
+    served_paths,
+)
 from urna.evaluate.latency import run_benchmark
 from urna.evaluate.run import run_eval
 
@@ -85,15 +93,7 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 
 
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "-l",
-    "--library",
-    "names",
-    multiple=True,
-    metavar="NAME",
-    help="Serve this corpus of the library (repeatable); with no path at all, the whole library.",
-)
+@served_paths
 @click.option(
     "--watch",
     "watches",
@@ -176,15 +176,7 @@ def serve(
 
 
 @click.command(name="mcp")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "-l",
-    "--library",
-    "names",
-    multiple=True,
-    metavar="NAME",
-    help="Answer for this corpus of the library (repeatable); with no path, the whole library.",
-)
+@served_paths
 def mcp_cmd(paths: tuple[Path, ...], names: tuple[str, ...]) -> None:
     """The MCP server for agents over stdio: tools search, cite, read and list_corpora over
     these .urna files, collections or folders (the library when none is given)."""

@@ -28,7 +28,8 @@ import numpy as np
 from urna.embed.base import cache_dir
 from urna.embed.model_hash import model_files, model_hash
 from urna.embed.numpy_bert import NumpyBert, why_unsupported
-from urna.errors import ModelError
+from urna.errors import ModelError, UrnaError
+from urna.format.atomic import atomic_writer
 
 FAST_VARIABLE = "URNA_FAST_QUERY"
 PROBE_VERSION = "urna-query-probe/1"
@@ -79,13 +80,13 @@ def _name(text: str) -> str:
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
-    """Best effort: the cache is an optimisation, a read-only cache folder is not an error."""
+    """Atomically, best effort: the cache is an optimisation, so a read-only cache folder is
+    not an error."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(value))
-        os.replace(tmp, path)
-    except OSError:
+        with atomic_writer(path) as handle:
+            handle.write(json.dumps(value).encode("utf-8"))
+    except (OSError, UrnaError):
         pass
 
 

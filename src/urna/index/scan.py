@@ -37,6 +37,7 @@ MIN_ROWS = 32768  # below this, the widening scan is as fast
 CHUNK = 65536  # rows per task
 CHECK_ROWS = 2048  # rows compared with the exact scores before a kernel is trusted
 _ACCUMULATION = 4 * 2.0**-24
+WORKERS = max(1, os.cpu_count() or 1)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -53,15 +54,14 @@ def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max(1, os.cpu_count() or 1), "urna-scan")
+            _pool = ThreadPoolExecutor(WORKERS, "urna-scan")
         return _pool
 
 
 def _parallel(fn: Any, n: int) -> None:
     """``fn(start, stop)`` over [0, n) in about CHUNK-row chunks, as many for every core."""
     pool = _executor()
-    workers = pool._max_workers
-    parts = max(1, round(n / CHUNK / workers)) * workers
+    parts = max(1, round(n / CHUNK / WORKERS)) * WORKERS
     step = max(1, -(-n // parts))
     futures = [pool.submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
     for f in futures:
