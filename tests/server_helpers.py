@@ -111,3 +111,21 @@ def text_file(path: Path, n: int = 2, *, dim: int = 8, model: str = "m") -> Path
         bm25=True,
     )
     return path
+
+
+def assert_same_answer(a: Any, b: Any, tolerance: float = 1e-6, where: str = "") -> None:
+    """Two JSON answers equal but for floats, which may differ by ``tolerance`` (scores
+    computed in two processes: the same path, but no test compares float bits)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, int | float) and isinstance(b, int | float), (where, a, b)
+        assert abs(a - b) <= tolerance, (where, a, b)
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), (where, a, b)
+        for key in a:
+            assert_same_answer(a[key], b[key], tolerance, f"{where}.{key}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (where, a, b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_answer(x, y, tolerance, f"{where}[{i}]")
+    else:
+        assert a == b, (where, a, b)

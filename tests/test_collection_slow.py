@@ -1,5 +1,5 @@
 """Slow tier: scifact as a 4-shard collection answers every test query exactly as one file
-holding the same chunks (the static model, so the build takes seconds): text, vector and
+built from the same documents (the static model, so the build takes seconds): text, vector and
 hybrid hits and scores. HNSW is approximate and the shards' graphs are not the one file's,
 so for search-ann the test compares recall against exact search instead (measured here: the
 same top 10 on 290/300 queries, and where they differ the collection found the closer
@@ -31,7 +31,9 @@ def test_scifact_collection_equals_one_file(tmp_path: Path) -> None:
         "--model", "minilm-static", "--jobs", "2",
     )  # fmt: skip
     assert built.exit_code == 0, built.stderr
-    single = one_file_of(out, tmp_path / "one.urna")
+    single = one_file_of(
+        SCIFACT / "corpus.jsonl", tmp_path / "one.urna", "--model", "minilm-static"
+    )
     queries = [json.loads(x)["text"] for x in (SCIFACT / "queries.jsonl").read_text().splitlines()]
     judged = {x.split("\t")[0] for x in (SCIFACT / "qrels.tsv").read_text().splitlines()[1:]}
     ids = [json.loads(x)["_id"] for x in (SCIFACT / "queries.jsonl").read_text().splitlines()]

@@ -1,5 +1,6 @@
-"""The cold query path: the numpy encoder reads the model's own files, is used only after a
-probe against the reference, ranks as the reference does, and imports no torch."""
+"""The cold query path: the numpy encoder reads the model's own files, is used only for a
+model whose shipped reference vectors it reproduces, ranks and scores as the reference does
+(float32 both), and imports no torch."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from urna.embed import query as fastq
 from urna.embed.hub import MINILM, bundled_minilm
 from urna.embed.numpy_bert import NumpyBert, read_safetensors, why_unsupported
 from urna.embed.registry import resolve_query
-from urna.embed.transformer import TransformerEmbedder
+from urna.embed.transformer import Float32Query, TransformerEmbedder
 from urna.errors import ModelError
 
 pytestmark = needs_models
@@ -47,10 +48,19 @@ def test_numpy_encoder_matches_the_reference() -> None:
     assert fastq.compare(ref, ours) >= fastq.MIN_COSINE
 
 
-def test_probe_then_fast_path_ranks_as_the_reference(
+def test_the_fast_path_is_chosen_by_the_model_alone(
     own_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With an empty cache and nothing run before, the default model takes the numpy encoder
+    (its shipped reference vectors match); URNA_FAST_QUERY=0 takes the reference in float32;
+    both rank alike and score within 1e-6; a cold process imports no torch."""
     folder = Path(bundled_minilm())
+    h = fastq.cached_model_hash(folder)
+    assert fastq.shipped_reference(h) is not None
+    fast = resolve_query(MINILM, download=False)
+    assert isinstance(fast, fastq.FastQueryEmbedder) and fast.model_hash == h
+    record = fastq.checked_against_reference(folder, h, fast.max_tokens)
+    assert record is not None and record["ok"] and record["min_cosine"] >= fastq.MIN_COSINE
     out = tmp_path / "quickstart.urna"
     urna_build = subprocess.run(
         [sys.executable, "-m", "urna", "build", str(QUICKSTART), "-o", str(out)],
@@ -60,26 +70,21 @@ def test_probe_then_fast_path_ranks_as_the_reference(
         timeout=600,
     )
     assert urna_build.returncode == 0, urna_build.stderr
-    h = fastq.cached_model_hash(folder)
-    record = fastq.probe_record(h)  # the build loaded the reference, so it probed
-    assert record is not None and record["ok"] and record["min_cosine"] >= fastq.MIN_COSINE
-    fast = resolve_query(MINILM, download=False)
-    assert isinstance(fast, fastq.FastQueryEmbedder) and fast.model_hash == h
-    monkeypatch.setenv(fastq.FAST_VARIABLE, "0")
-    assert isinstance(TransformerEmbedder(MINILM, folder).query_embedder(), TransformerEmbedder)
-    # The same top-10, by vector and fused, from the fast path and the fallback.
-    tops: dict[str, list[list[str]]] = {}
-    for label, env in (("fallback", "0"), ("fast", "1")):
+    tops: dict[str, list[list[tuple[str, float]]]] = {}
+    for label, env in (("reference", "0"), ("fast", "1")):
         monkeypatch.setenv(fastq.FAST_VARIABLE, env)
-        kind = fastq.FastQueryEmbedder if env == "1" else TransformerEmbedder
-        assert isinstance(resolve_query(MINILM, download=False), kind)
+        kind = fastq.FastQueryEmbedder if env == "1" else Float32Query
+        chosen = resolve_query(MINILM, download=False)
+        assert isinstance(chosen, kind) and chosen.precision == "float32"
         with urna.open(out) as corpus:
             tops[label] = [
-                [h.chunk_id for h in corpus.search_text(q, k=10, mode=mode).hits]
+                [(h.chunk_id, h.score) for h in corpus.search_text(q, k=10, mode=mode).hits]
                 for q in QUERIES
                 for mode in ("vector", "hybrid")
             ]
-    assert tops["fast"] == tops["fallback"]
+    for fast_top, reference_top in zip(tops["fast"], tops["reference"], strict=True):
+        assert [c for c, _ in fast_top] == [c for c, _ in reference_top]
+        assert np.allclose([s for _, s in fast_top], [s for _, s in reference_top], atol=1e-6)
     # A cold process takes the fast path: no torch, no transformers.
     code = (
         "import sys, urna\n"
@@ -88,7 +93,7 @@ def test_probe_then_fast_path_ranks_as_the_reference(
         "print(r.mode, [m for m in ('torch', 'transformers', 'sentence_transformers')"
         " if m in sys.modules])\n"
     )
-    env = {**os.environ, fastq.FAST_VARIABLE: "1"}
+    env = {**os.environ, fastq.FAST_VARIABLE: "1", "URNA_CACHE_DIR": str(tmp_path / "cold")}
     cold = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
     )
@@ -96,7 +101,9 @@ def test_probe_then_fast_path_ranks_as_the_reference(
     assert cold.stdout.split() == ["hybrid", "[]"]
 
 
-def test_a_probe_that_drifts_keeps_the_reference(own_cache: Path) -> None:
+def test_a_reference_the_encoder_misses_keeps_the_reference_path(
+    own_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = Path(bundled_minilm())
     h = fastq.cached_model_hash(folder)
     embedder = TransformerEmbedder(MINILM, folder)
@@ -107,12 +114,33 @@ def test_a_probe_that_drifts_keeps_the_reference(own_cache: Path) -> None:
         v[:, :8] += 0.05
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
-    record = fastq.run_probe(folder, h, drifted, embedder.max_tokens)
-    assert record["ok"] is False and record["min_cosine"] < fastq.MIN_COSINE
-    assert fastq.probe_record(h) == record
-    assert embedder.query_embedder() is embedder  # refused: the reference embeds queries
-    assert fastq.run_probe(folder, h, exact.embed, embedder.max_tokens)["ok"] is True
-    assert isinstance(embedder.query_embedder(), fastq.FastQueryEmbedder)
+    shipped = tmp_path / "references"
+    shipped.mkdir()
+    monkeypatch.setattr(fastq, "REFERENCES", shipped)
+    fastq.write_reference(shipped / (h.removeprefix("sha256:") + ".json"), MINILM, h, drifted)
+    record = fastq.checked_against_reference(folder, h, embedder.max_tokens)
+    assert record is not None and record["ok"] is False
+    assert record["min_cosine"] < fastq.MIN_COSINE
+    assert isinstance(embedder.query_embedder(), Float32Query)
+    fastq.write_reference(shipped / (h.removeprefix("sha256:") + ".json"), MINILM, h, exact.embed)
+    assert isinstance(embedder.query_embedder(), fastq.FastQueryEmbedder)  # a new reference
+    (shipped / (h.removeprefix("sha256:") + ".json")).unlink()
+    assert isinstance(embedder.query_embedder(), Float32Query)  # none ships: the reference
+
+
+def test_a_model_without_shipped_references_takes_the_reference(
+    own_cache: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(bundled_minilm(), folder)
+    with open(folder / "README.md", "a") as handle:
+        handle.write("\nanother model\n")
+    embedder = TransformerEmbedder("x", folder)
+    assert why_unsupported(folder) == "" and fastq.shipped_reference(embedder.model_hash) is None
+    query = embedder.query_embedder()
+    assert isinstance(query, Float32Query)
+    v = query.embed(["a query"])
+    assert v.dtype == np.float32 and abs(float(np.linalg.norm(v)) - 1) < 1e-6
 
 
 def test_the_cached_model_hash_follows_the_files(own_cache: Path, tmp_path: Path) -> None:
@@ -135,7 +163,7 @@ def test_models_it_does_not_compute_take_the_reference(tmp_path: Path) -> None:
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "hidden_act": "relu"}))
     assert "GELU" in why_unsupported(folder)
-    assert TransformerEmbedder("x", folder).query_embedder().__class__ is TransformerEmbedder
+    assert isinstance(TransformerEmbedder("x", folder).query_embedder(), Float32Query)
     assert "configuration" in why_unsupported(tmp_path)
 
 
@@ -184,7 +212,7 @@ def test_concurrent_queries_share_passes_and_get_their_own_vectors() -> None:
         t.join(timeout=120)
     assert sorted(out) == list(range(len(texts)))
     got = np.stack([out[i] for i in range(len(texts))])
-    assert fastq.compare(alone, got) >= 0.99999  # each caller its own text's vector
+    assert np.array_equal(alone, got)  # each caller its own text's vector, bit for bit
     assert sum(calls) == len(texts) and len(calls) < len(texts)  # passes were shared
 
     def failing(texts: list[str]) -> np.ndarray:

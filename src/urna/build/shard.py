@@ -3,17 +3,14 @@
 The worker loads the files it is given, keeps the documents whose bucket lies in its range,
 sorts them by source_uri, chunks them and embeds the shard as one unit: texts its previous
 shard already holds reuse those vectors, the rest are embedded together in length order.
-So a shard's bytes depend on its sources and its previous shard, not on which machine,
-process or Ray actor built it.
+So a shard's bytes depend on its sources alone, not on which machine of a kind, process,
+thread count or Ray actor built it, nor on what the cache held.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +18,10 @@ import numpy as np
 
 from urna.build.discover import Found
 from urna.build.partition import bucket_of
-from urna.build.run import embed_all, load_files, write_spans
+from urna.build.run import canonical_order, embed_all, load_files, write_spans
 from urna.build.spec import BuildSpec
-from urna.embed.base import THREADS_VARIABLE, Embedder
+from urna.embed.base import Embedder, cache_dir
+from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError
 from urna.ingest.chunker import ChunkSpan, chunk_documents
@@ -41,6 +39,7 @@ class ShardTask:
     spec: BuildSpec
     max_tokens: int
     previous: tuple[Path, ...] = ()  # earlier shards whose vectors may be reused
+    use_cache: bool = True  # the embedding cache (off with --rebuild)
 
 
 @dataclass(frozen=True)
@@ -58,11 +57,11 @@ class ShardReport:
 
 
 class PreviousShards:
-    """Vectors of earlier shards, by the exact text they embedded (the ``get_many`` of a cache)."""
+    """Vectors of earlier shards, by the exact text they embedded (the ``get_many`` of a cache),
+    from shards whose vectors the embedder would give again bit for bit."""
 
-    def __init__(
-        self, paths: Sequence[Path], model_hash: str, dim: int, precision: str = "float32"
-    ) -> None:
+    def __init__(self, paths: Sequence[Path], embedder: Embedder) -> None:
+        model_hash, dim = embedder.model_hash, embedder.dim
         self._shards: list[Corpus] = []
         self._where: dict[str, tuple[int, int]] = {}
         for path in paths:
@@ -75,7 +74,8 @@ class PreviousShards:
                 and shard.dim == dim
                 and shard.dtype == "float32"
                 and shard.manifest.get("embed_context", NO_CONTEXT) in RECIPES
-                and shard.manifest.get("embed_precision", "float32") == precision
+                and shard.manifest.get("embed_precision", "float32") == embedder.precision
+                and shard.manifest.get("embed_batching", "") == embedder.batching
             )
             if not usable:
                 shard.close()
@@ -103,6 +103,27 @@ class PreviousShards:
             shard.close()
 
 
+class Chained:
+    """The previous shards first, then the embedding cache (which also keeps what is new)."""
+
+    def __init__(self, first: PreviousShards, cache: EmbeddingCache | None) -> None:
+        self._first = first
+        self._cache = cache
+
+    def get_many(self, model_hash: str, texts: Sequence[str], dim: int) -> list[np.ndarray | None]:
+        found = self._first.get_many(model_hash, texts, dim)
+        missing = [i for i, v in enumerate(found) if v is None]
+        if self._cache is not None and missing:
+            more = self._cache.get_many(model_hash, [texts[i] for i in missing], dim)
+            for i, v in zip(missing, more, strict=True):
+                found[i] = v
+        return found
+
+    def put_many(self, model_hash: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        if self._cache is not None:
+            self._cache.put_many(model_hash, texts, vectors)
+
+
 def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], int, int]:
     """The shard's chunks (sources sorted by source_uri), its source and file counts."""
     lo, hi = task.buckets
@@ -112,7 +133,7 @@ def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], i
         mine = [d for d in loaded if lo <= bucket_of(d.source_uri, task.n_buckets) < hi]
         files += bool(mine)
         docs.extend(mine)
-    docs.sort(key=lambda d: d.source_uri.encode("utf-8"))
+    docs.sort(key=canonical_order)
     pieces = chunk_documents(
         docs,
         embedder.count_tokens,
@@ -122,34 +143,14 @@ def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], i
     return [s for group in pieces for s in group], len(docs), files
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Embed on exactly one thread: the kernels a model runs split their sums differently
-    with another thread count (measured here: 1 against 2 threads changed the last bits of
-    small batches), so a shard is embedded the same way on every worker. Parallelism comes
-    from building shards side by side (--jobs, Ray actors)."""
-    saved = os.environ.get(THREADS_VARIABLE)
-    os.environ[THREADS_VARIABLE] = "1"
-    torch = sys.modules.get("torch")
-    before = torch.get_num_threads() if torch is not None else None
-    if torch is not None:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(THREADS_VARIABLE, None)
-        else:
-            os.environ[THREADS_VARIABLE] = saved
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch.set_num_threads(before or max(1, os.cpu_count() or 1))
-
-
 def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardReport:
-    """Load, chunk, embed and write one shard; returns what the catalog records of it."""
-    with one_thread():
-        return _build_shard(task, embedder)
+    """Load, chunk, embed and write one shard; returns what the catalog records of it.
+
+    Vectors come from the shard's previous files, then from the embedding cache, and only
+    then from the model: all three hold the same bits for the same text (vectors are
+    batch-invariant, ``embed/batching.py``), so a shard's bytes do not depend on which of
+    them served it, nor on the process, thread count or Ray actor that built it."""
+    return _build_shard(task, embedder)
 
 
 def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
@@ -159,14 +160,17 @@ def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
     spans, sources, files = shard_spans(task, embedder)
     if not spans:
         raise BuildError(f"shard {task.index} has no chunk to write")
-    previous = PreviousShards(task.previous, embedder.model_hash, embedder.dim, embedder.precision)
+    previous = PreviousShards(task.previous, embedder)
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if task.use_cache else None
     try:
         texts = embedded_texts(spans)
         vectors, embedded, spaces = embed_all(
-            spec, embedder, texts, previous, lambda _: None, False
+            spec, embedder, texts, Chained(previous, cache), lambda _: None, False
         )
     finally:
         previous.close()
+        if cache is not None:
+            cache.close()
     result = write_spans(
         spec, task.output, embedder, spans, vectors, spaces, task.max_tokens, files, lambda _: None
     )

@@ -12,6 +12,7 @@ import numpy as np
 import zstandard
 
 from urna.build.columns import ChunkInput, Columns, collect, unit_matrix
+from urna.embed.batching import RECIPES as BATCHING_RECIPES
 from urna.embed.precision import PRECISIONS
 from urna.errors import BuildError
 from urna.format import embeddings as emb
@@ -81,6 +82,7 @@ def build(
     fusion: FusionParams | None = None,
     embed_context: str | None = None,
     embed_precision: str | None = None,
+    embed_batching: str | None = None,
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -95,7 +97,8 @@ def build(
     named embedding spaces, each ``{"name", "model", "model_hash", "embeddings"}``
     with one row per chunk (0x15 and 0x20 + i). ``embed_context`` records the recipe that
     made the embedded texts (``urna.ingest.context``) when the vectors came from one, and
-    ``embed_precision`` the arithmetic that made them (float32 or bfloat16).
+    ``embed_precision`` the arithmetic that made them (float32 or bfloat16), and
+    ``embed_batching`` how texts were padded into batches (``urna.embed.batching``).
     """
     items = list(chunks)
     if not items:
@@ -121,6 +124,7 @@ def build(
         fusion=(fusion or FusionParams.for_build()) if bm25 else None,
         embed_context=embed_context,
         embed_precision=embed_precision,
+        embed_batching=embed_batching,
         extra=extra_manifest or {},
     )
     decoded = {
@@ -187,6 +191,7 @@ def _manifest(
     fusion: FusionParams | None,
     embed_context: str | None,
     embed_precision: str | None,
+    embed_batching: str | None,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     bm25, hnsw, graph = indexes
@@ -231,6 +236,13 @@ def _manifest(
                 f"embed_precision must be one of {', '.join(PRECISIONS)}, got {embed_precision!r}"
             )
         manifest["embed_precision"] = embed_precision
+    if embed_batching is not None:
+        if embed_batching not in BATCHING_RECIPES:
+            raise BuildError(
+                f"embed_batching must be one of {', '.join(BATCHING_RECIPES)}, "
+                f"got {embed_batching!r}"
+            )
+        manifest["embed_batching"] = embed_batching
     for key, value in extra.items():
         if key in manifest:
             raise BuildError(f"extra manifest key {key!r} collides with a standard key")

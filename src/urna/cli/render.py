@@ -80,6 +80,8 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
         lines.append(kv("context", m["embed_context"]))
     if "embed_precision" in m:
         lines.append(kv("precision", m["embed_precision"]))
+    if "embed_batching" in m:
+        lines.append(kv("batching", m["embed_batching"]))
     if corpus.bm25 is not None:
         lines.append(kv("tokenizer", corpus.bm25.tokenizer))
     if isinstance(m.get("fusion"), dict):

@@ -30,6 +30,11 @@ class Embedder(Protocol):
         """The arithmetic its vectors come from: float32 or bfloat16."""
 
     @property
+    def batching(self) -> str:
+        """How texts are padded into batches (``embed/batching.py``), "" where a vector
+        never sees another text (static models)."""
+
+    @property
     def max_tokens(self) -> int:
         """Content tokens the model reads per text (its window minus special tokens)."""
 

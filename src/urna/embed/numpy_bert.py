@@ -5,8 +5,10 @@ matrix products, ~5 ms in numpy. What a cold ``urna ask`` waited for was importi
 transformers and sentence-transformers (seconds). This module reads the same
 ``model.safetensors`` through a memory map and the same ``tokenizer.json`` through
 ``tokenizers``, and computes what sentence-transformers computes for a BERT model with mean
-pooling and normalization. It is used only after ``probe`` has compared it with the
-reference on fixed sentences for the same model files (see ``embed/query.py``).
+pooling and normalization. It is used only for a model whose shipped reference vectors it
+reproduces (see ``embed/query.py``). Texts are padded as the transformer pads them
+(``embed/batching.py``), so a query's vector does not depend on the queries it shares a
+pass with.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from urna.embed.batching import batches
 from urna.errors import ModelError
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
@@ -156,13 +159,13 @@ class NumpyBert:
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         return np.asarray(x @ self._w(name + ".weight").T + self._w(name + ".bias"), np.float32)
 
-    def encode(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
-        """The mean-pooled last hidden states of token sequences, padded to one length and
-        masked, in one pass (not normalized): (len(batch), hidden)."""
+    def encode(self, batch: Sequence[Sequence[int]], length: int | None = None) -> np.ndarray:
+        """The mean-pooled last hidden states of token sequences, padded to ``length`` (by
+        default the longest) and masked, in one pass (not normalized): (len(batch), hidden)."""
         c = self.config
         eps = float(c.get("layer_norm_eps", 1e-12))
         heads = int(c["num_attention_heads"])
-        b, n = len(batch), max(len(ids) for ids in batch)
+        b, n = len(batch), max(length or 0, *(len(ids) for ids in batch))
         tokens = np.zeros((b, n), dtype=np.int64)
         valid = np.zeros((b, n), dtype=bool)
         for row, ids in enumerate(batch):
@@ -207,15 +210,13 @@ class NumpyBert:
         return np.asarray(hidden.sum(axis=1) / valid.sum(axis=1)[:, None], dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, up to ``BATCH`` texts per pass (texts of like length together)."""
+        """Unit vectors, up to ``BATCH`` texts of one padded length per pass."""
         if not texts:
             return np.empty((0, int(self.config["hidden_size"])), dtype=np.float32)
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         matrix = np.empty((len(ids), int(self.config["hidden_size"])), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
-            matrix[chunk] = self.encode([ids[i] for i in chunk])
+        for length, rows in batches([len(i) for i in ids], self.window, BATCH):
+            matrix[rows] = self.encode([ids[i] for i in rows], length)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1
         return (matrix / norms).astype(np.float32)

@@ -62,6 +62,8 @@ def chosen_precision() -> str:
     return asked
 
 
-def cache_key(model_hash: str, precision: str) -> str:
-    """The embedding cache's model key: float32 vectors keep the bare hash (as before)."""
-    return model_hash if precision == "float32" else f"{model_hash}+{precision}"
+def cache_key(model_hash: str, precision: str, batching: str = "") -> str:
+    """The embedding cache's model key: everything besides the text that decides a vector's
+    bits (float32 unbatched vectors keep the bare hash, as before)."""
+    key = model_hash if precision == "float32" else f"{model_hash}+{precision}"
+    return f"{key}+{batching}" if batching else key

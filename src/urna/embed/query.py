@@ -1,16 +1,18 @@
-"""The query embedder: the numpy encoder where it was checked against the reference, else the
-reference itself (sentence-transformers).
+"""The query embedder: the numpy encoder where it reproduces the model's shipped reference
+vectors, else the model itself (sentence-transformers) in float32.
 
 A cold text query (``ask``, ``retrieve``, ``search-text``, ``find``, a server's first query)
 embeds one short text. Importing torch and sentence-transformers for it costs seconds; the
-numpy encoder (``numpy_bert``) reads the same model files and costs milliseconds. It is used
-for a model folder only when a probe record in the cache says that, on fixed probe
-sentences, its vectors matched the reference's float32 vectors within ``MIN_COSINE`` for
-the same model hash. The probe runs wherever the reference is loaded anyway (a build, or a
-query that fell back), once per model and cache. A probe that drifts is recorded, and that
-model keeps the reference path.
+numpy encoder (``numpy_bert``) reads the same model files and costs milliseconds. Queries
+are embedded in float32 on either path (the two agree to a cosine of 1 - 1e-12), so a
+query scores the same in every process and interface.
 
-``URNA_FAST_QUERY=0`` turns the numpy path off.
+Which path runs depends on the model files alone: the numpy encoder is used for a model
+whose reference vectors ship with urna (``references/<model hash>.json``: fixed probe
+sentences embedded by sentence-transformers in float32) when its own vectors for those
+sentences match them within ``MIN_COSINE``. The outcome is cached per model hash and
+reference file; it is the same whether or not a build or another query ran first. A model
+without shipped references (or with ``URNA_FAST_QUERY=0``) takes the reference path.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from urna.embed.base import cache_dir
+from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.model_hash import model_files, model_hash
 from urna.embed.numpy_bert import NumpyBert, why_unsupported
 from urna.errors import ModelError, UrnaError
 from urna.format.atomic import atomic_writer
 
 FAST_VARIABLE = "URNA_FAST_QUERY"
-PROBE_VERSION = "urna-query-probe/1"
+PROBE_VERSION = "urna-query-probe/2"
 MIN_COSINE = 0.99999
 PROBES = (
     "how do I install urna on Linux?",
@@ -90,20 +93,41 @@ def _write_json(path: Path, value: dict[str, Any]) -> None:
         pass
 
 
-def _probe_path(model_hash_: str) -> Path:
-    return cache_dir() / "query-probe" / (model_hash_.removeprefix("sha256:") + ".json")
+REFERENCES = Path(__file__).resolve().parent / "references"
 
 
-def probe_record(model_hash_: str) -> dict[str, Any] | None:
+def shipped_reference(model_hash_: str) -> tuple[list[str], np.ndarray] | None:
+    """The probe texts and float32 reference vectors shipped for a model, or None."""
+    path = REFERENCES / (model_hash_.removeprefix("sha256:") + ".json")
     try:
-        record = json.loads(_probe_path(model_hash_).read_text())
-    except (OSError, ValueError):
+        record = json.loads(path.read_text())
+        texts = [str(t) for t in record["texts"]]
+        vectors = np.asarray(record["vectors"], dtype=np.float32)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not isinstance(record, dict) or record.get("probe") != PROBE_VERSION:
+    if record.get("model_hash") != model_hash_ or vectors.shape[0] != len(texts):
         return None
-    if record.get("model_hash") != model_hash_:
-        return None
-    return record
+    return texts, vectors
+
+
+def write_reference(path: Path, model: str, model_hash_: str, reference: Any) -> None:
+    """Ship ``reference(PROBES)`` (float32 unit vectors from sentence-transformers) as the
+    model's reference file (``benchmarks/make_query_reference.py`` calls this)."""
+    vectors = np.asarray(reference(list(PROBES)), dtype=np.float32)
+    record = {
+        "probe": PROBE_VERSION,
+        "model": model,
+        "model_hash": model_hash_,
+        "precision": "float32",
+        "texts": list(PROBES),
+        "vectors": [[float(x) for x in row] for row in vectors],
+    }
+    with atomic_writer(path) as handle:
+        handle.write((json.dumps(record) + "\n").encode("utf-8"))
+
+
+def _check_path(model_hash_: str) -> Path:
+    return cache_dir() / "query-check" / (model_hash_.removeprefix("sha256:") + ".json")
 
 
 def compare(reference: np.ndarray, ours: np.ndarray) -> float:
@@ -113,24 +137,36 @@ def compare(reference: np.ndarray, ours: np.ndarray) -> float:
     return float(np.min(np.sum(reference.astype(np.float64) * ours, axis=1)))
 
 
-def run_probe(folder: Path, model_hash_: str, reference: Any, max_tokens: int) -> dict[str, Any]:
-    """Compare the numpy encoder with ``reference(texts)`` (float32 unit vectors from the
-    reference stack) on the probe sentences, and record the outcome in the cache."""
+def checked_against_reference(
+    folder: Path, model_hash_: str, max_tokens: int
+) -> dict[str, Any] | None:
+    """Whether the numpy encoder reproduces the shipped reference vectors of this model
+    (None: no reference ships for it). Computed once per model and reference file, then
+    read from the cache; recomputing would give the same answer."""
+    shipped = shipped_reference(model_hash_)
+    if shipped is None:
+        return None
+    texts, vectors = shipped
+    digest = _name(json.dumps([texts, vectors.tobytes().hex()]))
     try:
-        ours = NumpyBert(folder, max_tokens).embed(PROBES)
-        cosine = compare(np.asarray(reference(list(PROBES)), dtype=np.float32), ours)
+        saved = json.loads(_check_path(model_hash_).read_text())
+        if saved.get("probe") == PROBE_VERSION and saved.get("reference") == digest:
+            return dict(saved)
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        cosine, note = compare(vectors, NumpyBert(folder, max_tokens).embed(texts)), ""
     except (ModelError, ValueError, IndexError, KeyError, TypeError) as exc:  # files it misreads
         cosine, note = -1.0, f"{type(exc).__name__}: {exc}"
-    else:
-        note = ""
     record = {
         "probe": PROBE_VERSION,
         "model_hash": model_hash_,
+        "reference": digest,
         "min_cosine": cosine,
         "ok": cosine >= MIN_COSINE,
         **({"note": note} if note else {}),
     }
-    _write_json(_probe_path(model_hash_), record)
+    _write_json(_check_path(model_hash_), record)
     return record
 
 
@@ -191,6 +227,7 @@ class FastQueryEmbedder:
     """The numpy encoder behind the ``Embedder`` interface (float32 arithmetic)."""
 
     precision = "float32"
+    batching = BATCHING
 
     def __init__(self, name: str, folder: Path, model_hash_: str, dim: int, max_tokens: int):
         self._name = name

@@ -72,18 +72,17 @@ def resolve(
 def resolve_query(
     name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
 ) -> Embedder:
-    """The embedder for one query's text: the checked numpy encoder where there is one
-    (``embed/query.py``), else the same as ``resolve``."""
+    """The embedder for a query's text: for a transformer, the numpy encoder where it
+    reproduces the model's shipped references, else the model in float32 (``embed/query.py``);
+    the same choice in every process, whatever ran before."""
     full = resolve(name, model_path=model_path, download=download)
-    if isinstance(full, TransformerEmbedder) and fast_enabled():
-        key = ("query", *(str(x) for x in (canonical(name), model_path, download)))
-        found = _QUERY.get(key)
-        if found is None:
-            found = full.query_embedder()
-            if found is not full:  # keep a fast one; a missing probe may appear later
-                _QUERY[key] = found
-        return found
-    return full
+    if not isinstance(full, TransformerEmbedder):
+        return full
+    key = (canonical(name), str(model_path), str(download), str(fast_enabled()))
+    found = _QUERY.get(key)
+    if found is None:
+        found = _QUERY[key] = full.query_embedder()
+    return found
 
 
 _QUERY: dict[tuple[str, ...], Embedder] = {}

@@ -85,6 +85,8 @@ class StaticEmbedder:
     def precision(self) -> str:
         return "float32"  # a lookup table and a mean: nothing to gain from bfloat16
 
+    batching = ""  # each text's vector is its own tokens' mean: no batch to depend on
+
     @cached_property
     def folder(self) -> Path | None:
         if self._source is None:

@@ -11,19 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import THREADS_VARIABLE, quiet_hub_logging, unit_rows
+from urna.embed.base import THREADS_VARIABLE, Embedder, quiet_hub_logging, unit_rows
+from urna.embed.batching import BATCH, batches
+from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.hub import hub_snapshot
 from urna.embed.precision import chosen_precision
 from urna.embed.query import (
     FastQueryEmbedder,
     cached_model_hash,
+    checked_against_reference,
     fast_path_for,
-    probe_record,
-    run_probe,
 )
 from urna.errors import ModelError, missing_extra
-
-BATCH = 32
 
 
 class TransformerEmbedder:
@@ -102,34 +101,20 @@ class TransformerEmbedder:
             model = SentenceTransformer(str(self._folder or self._source), device="cpu")
         except Exception as exc:  # a broken folder or an unreachable hub name
             raise ModelError(f"cannot load model {self._source}: {exc}") from None
-        self._probe_fast_path(model)
         return model
 
-    def _probe_fast_path(self, model: Any) -> None:
-        """With the reference loaded anyway: check the numpy query encoder against it once
-        per model and cache (``embed/query.py``)."""
-        if fast_path_for(self._folder) or self._folder is None:
-            return
-        if probe_record(self.model_hash) is None:
-
-            def reference(texts: list[str]) -> np.ndarray:
-                return np.asarray(
-                    model.encode(texts, batch_size=BATCH, normalize_embeddings=True),
-                    dtype=np.float32,
-                )
-
-            run_probe(self._folder, self.model_hash, reference, self.max_tokens)
-
-    def query_embedder(self) -> TransformerEmbedder | FastQueryEmbedder:
-        """What embeds one query: the numpy encoder once a probe passed for these model
-        files, else this embedder (whose loading runs the probe)."""
+    def query_embedder(self) -> Embedder:
+        """What embeds a query: the numpy encoder where it matches this model's shipped
+        reference vectors (``embed/query.py``), else this model in float32. The choice
+        depends on the model files alone, never on what ran before in this process."""
         folder = self._folder if Path(str(self._source)).is_dir() else None
-        if fast_path_for(folder) or folder is None:
-            return self
-        record = probe_record(self.model_hash)
-        if record is None or record.get("ok") is not True:
-            return self
-        return FastQueryEmbedder(self.name, folder, self.model_hash, self.dim, self.max_tokens)
+        if not fast_path_for(folder) and folder is not None:
+            record = checked_against_reference(folder, self.model_hash, self.max_tokens)
+            if record is not None and record.get("ok") is True:
+                return FastQueryEmbedder(
+                    self.name, folder, self.model_hash, self.dim, self.max_tokens
+                )
+        return Float32Query(self)
 
     def load(self) -> None:
         """Load the weights now (otherwise the first embed does)."""
@@ -139,19 +124,77 @@ class TransformerEmbedder:
     def precision(self) -> str:
         return chosen_precision()
 
+    batching = BATCHING
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_in(texts, self.precision)
+
+    def embed_in(self, texts: Sequence[str], precision: str) -> np.ndarray:
+        """Unit vectors in ``precision``, each text padded to a length of its own (see
+        ``embed/batching.py``): no batchmate changes a bit of another's vector."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.empty((0, self.dim), dtype=np.float32)
+            return out
+        import torch
+
         model = self._model
-        with _autocast(self.precision):
-            vectors = model.encode(
-                list(texts),
-                batch_size=BATCH,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return unit_rows(np.asarray(vectors, dtype=np.float32))
+        tok = model.tokenizer
+        window = int(getattr(model, "max_seq_length", None) or self.max_tokens + 2)
+        encoded = tok(list(texts), truncation=True, max_length=window, padding=False)
+        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in encoded]
+        pads = {"input_ids": tok.pad_token_id or 0, "token_type_ids": 0, "attention_mask": 0}
+        left = getattr(tok, "padding_side", "right") == "left"
+        ids = encoded["input_ids"]
+        for length, rows in batches([len(row) for row in ids], window, BATCH):
+            features = {}
+            for key in keys:
+                block = np.full((len(rows), length), pads[key], dtype=np.int64)
+                for j, r in enumerate(rows):
+                    values = encoded[key][r]
+                    if left:
+                        block[j, length - len(values) :] = values
+                    else:
+                        block[j, : len(values)] = values
+                features[key] = torch.from_numpy(block)
+            with torch.inference_mode(), _autocast(precision):
+                vectors = model(features)["sentence_embedding"]
+            out[rows] = vectors.float().numpy()
+        return unit_rows(out)
+
+
+class Float32Query:
+    """A transformer model embedding queries in float32, whatever its build precision."""
+
+    precision = "float32"
+    batching = BATCHING
+
+    def __init__(self, model: TransformerEmbedder) -> None:
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @property
+    def dim(self) -> int:
+        return self._model.dim
+
+    @property
+    def model_hash(self) -> str:
+        return self._model.model_hash
+
+    @property
+    def max_tokens(self) -> int:
+        return self._model.max_tokens
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self._model.count_tokens(texts)
+
+    def load(self) -> None:
+        self._model.load()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._model.embed_in(texts, "float32")
 
 
 def _autocast(precision: str) -> Any:

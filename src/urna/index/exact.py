@@ -1,5 +1,12 @@
-"""The exact path: one matrix-vector product over every stored vector (or a filtered subset),
-then top k; and the full-precision rerank copy (section 0x09) when the file keeps one."""
+"""The exact path: a scan that bounds every row's score, then each row that could be in the
+top k scored exactly; and the full-precision rerank copy (section 0x09) when the file keeps
+one.
+
+Every score returned is ``rowscore.row_scores``: a function of the stored row and the query
+alone, so a file and a collection of the same chunks, or two equal chunks, score the same
+bits. The scan (BLAS, or the quantized kernels of ``index/scan.py``) only chooses which rows
+to score so: every row within twice its proven error of the k-th best.
+"""
 
 from __future__ import annotations
 
@@ -10,44 +17,66 @@ from urna.format.embeddings import Matrix
 from urna.format.embeddings import view as view_matrix
 from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
-from urna.index.scan import quantized_top_k
+from urna.index.rowscore import row_scores
+from urna.index.scan import max_norm, quantized_top_k
 from urna.index.topk import top_k
+
+_ACCUMULATION = 4 * 2.0**-24  # per term: a float32 sum of d products is off by <= d u |v||q|
 
 
 def exact_top_k(
     matrix: Matrix, query: np.ndarray, k: int, allowed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(ordinals, scores) of the k best rows, ties in file order.
+    """(ordinals, scores) of the k best rows by ``row_scores``, ties in file order.
 
     ``allowed`` (sorted ordinals) restricts the search to those rows, exactly: the k best
     among them, however few they are.
     """
-    if allowed is None:
-        fast = quantized_top_k(matrix, query, k)
-        if fast is not None:
-            return fast
-        scores = matrix.dot(query)
-        idx = top_k(scores, k)
-        return idx, scores[idx]
-    if len(allowed) * 4 < matrix.n:  # selective: score only the allowed rows
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = matrix.rows(allowed) @ query
-    else:
+    fast = None
+    if allowed is None or len(allowed) * 4 >= matrix.n:
         fast = quantized_top_k(matrix, query, k, allowed)
-        if fast is not None:
-            return fast
-        scores = matrix.dot(query)[allowed]
+    if fast is not None:
+        return fast
+    q = np.asarray(query, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if allowed is None:
+            rows, approx = None, matrix.dot(q)
+        elif len(allowed) * 4 < matrix.n:  # selective: scan only the allowed rows
+            rows, approx = allowed, matrix.rows(allowed) @ q
+        else:
+            rows, approx = allowed, matrix.dot(q)[allowed]
+    picked = within_bound(approx, k, scan_bound(matrix, q))
+    candidates = picked if rows is None else rows[picked]
+    scores = row_scores(matrix, candidates, q)
     best = top_k(scores, k)
-    return allowed[best], scores[best]
+    return candidates[best], scores[best]
+
+
+def scan_bound(matrix: Matrix, q: np.ndarray) -> float:
+    """No row's scanned (float32) score is further than this from its ``row_scores``."""
+    slack = _ACCUMULATION * len(q) * float(np.linalg.norm(q))
+    return max_norm(matrix) * slack * (1 + 1e-6) + 1e-30
+
+
+def within_bound(approx: np.ndarray, k: int, bound: float) -> np.ndarray:
+    """Positions (ascending) of every score that could still be among the k best once each
+    is known to within ``bound``: at or above the k-th best finite score minus 2 bounds."""
+    finite = np.isfinite(approx)
+    count = int(np.count_nonzero(finite))
+    if count <= k or not np.isfinite(bound):
+        return np.flatnonzero(finite) if np.isfinite(bound) else np.arange(len(approx))
+    keyed = approx if count == len(approx) else np.where(finite, approx, -np.inf)
+    kth = float(np.partition(keyed, len(keyed) - k)[len(keyed) - k])
+    return np.flatnonzero(keyed >= kth - 2 * bound)
 
 
 def rerank_top(
     matrix: Matrix, candidates: np.ndarray, query: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The k best of distinct candidates by exact cosine over ``matrix``, ties in file order."""
+    """The k best of distinct candidates by ``row_scores`` over ``matrix``, ties in file
+    order."""
     order = np.sort(candidates)
-    with np.errstate(over="ignore", invalid="ignore"):  # a forged row: top_k drops it
-        scores = matrix.rows(order) @ query
+    scores = row_scores(matrix, order, query)
     best = top_k(scores, k)
     return order[best], scores[best]
 

@@ -13,7 +13,8 @@ row that could still be in the exact top k is rescored exactly:
    The largest stored row norm is computed once per open matrix.
 3. The k rows with the best ``a_r`` score at least ``a_k - B`` exactly (``a_k`` the k-th
    best), so only rows with ``a_r >= a_k - 2B`` can be in the exact top k. Those are
-   rescored exactly, in file order, and ``top_k`` picks the k best (ties in file order).
+   rescored exactly (``exact.row_scores``: float64 products, a fixed pairwise sum), in file
+   order, and ``top_k`` picks the k best (ties in file order).
 
 The result is the exact scan's. The kernels are checked against the exact scores on the
 first rows of each matrix before they are trusted; without numkong, on a small matrix, or
@@ -31,6 +32,7 @@ import numpy as np
 
 from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
+from urna.index.rowscore import row_scores
 from urna.index.topk import top_k
 
 MIN_ROWS = 32768  # below this, the widening scan is as fast
@@ -119,7 +121,11 @@ def max_norm(matrix: Matrix) -> float:
 
     def part(start: int, stop: int) -> None:
         block = values[start:stop]
-        kernels.dot(block, block, out=squares[start:stop])
+        if kernels is None:
+            wide = block.astype(np.float32)
+            squares[start:stop] = np.einsum("ij,ij->i", wide, wide)
+        else:
+            kernels.dot(block, block, out=squares[start:stop])
 
     _parallel(part, matrix.n)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -188,17 +194,6 @@ def quantized_top_k(
     candidates = np.flatnonzero(approx >= kth - 2 * bound / factor)
     if len(candidates) * 4 > n:
         return None
-    scores = _exact_scores(matrix, candidates, q)
+    scores = row_scores(matrix, candidates, q)
     best = top_k(scores, k)
     return candidates[best], scores[best]
-
-
-def _exact_scores(matrix: Matrix, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """The rows' exact scores, each row summed alone (equal rows score equally, so ties stay
-    in file order), int8 scaled after the product as ``Matrix.dot`` does."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        products = matrix.values[rows].astype(np.float32) * q
-        scores = products.sum(axis=1, dtype=np.float64).astype(np.float32)
-        if matrix.scales is not None:
-            scores *= matrix.scales[rows]
-    return scores

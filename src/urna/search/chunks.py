@@ -67,6 +67,10 @@ class ChunkStore:
             **extra,
         )
 
+    def source_uris_of(self, idx: np.ndarray) -> list[str]:
+        uris = self._c.spans.uris
+        return [uris[int(i)] for i in idx]
+
     def text_bytes(self, i: int) -> bytes:
         return self._c.texts.raw(i)
 

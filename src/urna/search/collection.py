@@ -5,7 +5,8 @@ shard reports its document count, total length and the query terms' document fre
 then every shard scores with the collection's statistics, as Elasticsearch's
 dfs_query_then_fetch does); hybrid merges each method, then fuses; HNSW and the chunk graph
 per shard, reranked exactly, merged. Ordinals are global (shard after shard, in catalog
-order), so ties break as in one file holding the same chunks in that order. A hit's
+order); ties break by source_uri, then ordinal (``search/order.py``), as in one file of the
+same sources. A hit's
 citation names its shard's content_hash; the collection resolves it through the catalog.
 """
 
@@ -129,7 +130,7 @@ class Collection(TextSearching):
         k = check_k(k)
         q = prepare(query, self.dim)
         where = self.candidates(source, section)
-        idx, scores = where.vector_top(q, k)
+        idx, scores = where.vector_top(q, k)  # merged in the one order
         hits = self.make_hits(idx, scores, index_type="exact")
         elapsed = (time.perf_counter() - t0) * 1000
         return SearchResult("exact", 1.0, k, where.n_searched, elapsed, hits)
@@ -204,7 +205,7 @@ class Collection(TextSearching):
             for shard, offset in shards:
                 idx, scores = shard.vector_top(q, depth, source, section)
                 parts.append((idx + offset, scores))
-            return merge_top(parts, depth)
+            return merge_top(parts, depth, self.source_uris)
 
         tokenize_query = tokenizer_for(self.catalog.tokenizer_version or "") or tokenize
 
@@ -215,11 +216,24 @@ class Collection(TextSearching):
             for shard, offset in shards:  # round 2: every shard scores with the global stats
                 idx, scores = shard.text_top(tokens, stats, depth, source, section)
                 parts.append((idx + offset, scores))
-            idx, scores = merge_top(parts, depth)
+            idx, scores = merge_top(parts, depth, self.source_uris)
             return TextHits(idx, scores, tokens, stats.idf_sum(tokens))
 
         searched = sum(s.count(source, section) for s in self.shards)
-        return Candidates(vector_top, text_top if self.has_text_index else None, searched)
+        text = text_top if self.has_text_index else None
+        return Candidates(vector_top, text, searched, self.source_uris)
+
+    def source_uris(self, ordinals: np.ndarray) -> list[str]:
+        """The source_uri of each global ordinal (one call per shard holding any)."""
+        idx = np.asarray(ordinals, dtype=np.int64)
+        owner = np.searchsorted(self._offsets, idx, side="right") - 1
+        out = [""] * len(idx)
+        for s in np.unique(owner).tolist():
+            at = np.flatnonzero(owner == s)
+            found = self.shards[s].source_uris(idx[at] - self._offsets[s])
+            for j, uri in zip(at.tolist(), found, strict=True):
+                out[j] = uri
+        return out
 
     def make_hits(
         self,

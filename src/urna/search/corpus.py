@@ -60,6 +60,10 @@ class Corpus(FileView, TextSearching):
     def chunk(self, i: int) -> Chunk:
         return self._store.chunk(i)
 
+    def source_uris(self, idx: np.ndarray) -> list[str]:
+        """The source_uri of each of these ordinals (no text decoded)."""
+        return self._store.source_uris_of(idx)
+
     def text_bytes(self, i: int) -> bytes:
         return self._store.text_bytes(i)
 

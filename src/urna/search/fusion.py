@@ -31,6 +31,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from urna.errors import FormatError, QueryError
+from urna.search.order import SourceOf, ranked
 
 Fusion = Literal["calibrated", "rrf"]
 FUSIONS: tuple[str, ...] = get_args(Fusion)
@@ -138,9 +139,11 @@ def fuse(
     fusion: str,
     params: FusionParams,
     idf_sum: float = 0.0,
+    source_of: SourceOf | None = None,
 ) -> list[Fused]:
     """All candidates of every method (name -> (ordinals, scores), best first), best fused
-    score first, ties in file order. ``idf_sum`` is the text query's (for a scaled C)."""
+    score first, ties in the one order (``search/order.py``: by ``source_of``, then ordinal).
+    ``idf_sum`` is the text query's (for a scaled C)."""
     calibration = params.calibration(idf_sum)
     table: dict[int, Fused] = {}
     for name, (ordinals, scores) in methods.items():
@@ -155,4 +158,11 @@ def fuse(
             entry.score = (
                 sum(confidence(m, r["score"], calibration) for m, r in entry.ranks.items()) / count
             )
-    return sorted(table.values(), key=lambda e: (-e.score, e.ordinal))
+    entries = list(table.values())
+    order = ranked(
+        np.array([e.ordinal for e in entries], dtype=np.int64),
+        np.array([e.score for e in entries], dtype=np.float64),
+        len(entries),
+        source_of,
+    )
+    return [entries[j] for j in order.tolist()]

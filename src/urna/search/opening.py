@@ -56,7 +56,7 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
         for shard in shards[1:]:
             if shard.fusion != first.fusion:
                 raise _bad(f"shard {shard.path.name} records another fusion than the first")
-            for key in ("embed_context", "embed_precision"):
+            for key in ("embed_context", "embed_precision", "embed_batching"):
                 if shard.manifest.get(key) != first.manifest.get(key):
                     raise _bad(f"shard {shard.path.name} records another {key} than the first")
     except BaseException:

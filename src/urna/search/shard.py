@@ -65,6 +65,8 @@ class Shard(Protocol):
 
     def chunk(self, i: int) -> Chunk: ...
 
+    def source_uris(self, idx: np.ndarray) -> list[str]: ...
+
     def embedding(self, i: int) -> np.ndarray: ...
 
     def cite(self, citation: str) -> Chunk: ...
@@ -137,6 +139,9 @@ class LocalShard:
 
     def chunk(self, i: int) -> Chunk:
         return self.corpus.chunk(i)
+
+    def source_uris(self, idx: np.ndarray) -> list[str]:
+        return self.corpus.source_uris(idx)
 
     def embedding(self, i: int) -> np.ndarray:
         return self.corpus.embedding(i)

@@ -12,6 +12,7 @@ from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
 from urna.index.bm25 import TextHits
 from urna.search.fusion import FusionParams, fuse
+from urna.search.order import SourceOf
 from urna.search.query import prepare
 
 Mode = Literal["auto", "hybrid", "vector", "text"]
@@ -85,6 +86,7 @@ def rank(
     fusion: str,
     params: FusionParams,
     candidates: int | None = None,
+    source_of: SourceOf | None = None,
 ) -> Ranked:
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
@@ -115,6 +117,7 @@ def rank(
         fusion=fusion,
         params=params,
         idf_sum=hits.idf_sum,
+        source_of=source_of,
     )[:k]
     return Ranked(
         "hybrid",

@@ -19,6 +19,7 @@ from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
 from urna.errors import QueryError
 from urna.search.fusion import FusionParams
+from urna.search.order import SourceOf
 from urna.search.query import check_k
 from urna.search.result import FUSED_NOTE, Hit, SearchResult
 from urna.search.text import TextTop, VectorTop, rank, route
@@ -31,6 +32,7 @@ class Candidates:
     vector_top: VectorTop
     text_top: TextTop | None
     n_searched: int
+    source_of: SourceOf | None = None  # for ties across shards (``search/order.py``)
 
 
 class TextSource(Protocol):
@@ -101,6 +103,7 @@ def text_query(
         fusion=fusion,
         params=src.fusion,
         candidates=candidates,
+        source_of=where.source_of,
     )
     index_type = "exact" if chosen.mode == "vector" else chosen.mode
     hits = src.make_hits(

@@ -33,6 +33,7 @@ from urna.server.databases import Databases
 
 CALLS = {
     "vector_top",
+    "source_uris",
     "count",
     "term_stats",
     "text_top",
@@ -107,6 +108,10 @@ class RemoteShard:
 
     def chunk(self, i: int) -> Chunk:
         result: Chunk = self._call("chunk", i)
+        return result
+
+    def source_uris(self, idx: np.ndarray) -> list[str]:
+        result: list[str] = self._call("source_uris", idx)
         return result
 
     def embedding(self, i: int) -> np.ndarray:
