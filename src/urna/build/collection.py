@@ -24,7 +24,6 @@ from pathlib import Path
 
 from urna import __version__
 from urna.build.discover import Found, discover
-from urna.build.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.build.run import BuildSummary, Report, chunker_version, load_files
 from urna.build.run import window as model_window
 from urna.build.shard import ShardReport, ShardTask, build_shard
@@ -34,6 +33,8 @@ from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.format.atomic import atomic_writer
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
+from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
+from urna.format.regular import Outside, inside
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
 
@@ -182,7 +183,7 @@ def build_collection(
     tasks, kept = _tasks(spec, folder, the_plan, old if same_layout else None, max_tokens)
     tasks = [replace(t, use_cache=not rebuild) for t in tasks]
     if old is not None and not same_layout:  # every old shard may lend its vectors
-        pool = tuple(folder / e.file for e in old.shards if e.file)
+        pool = tuple(p for e in old.shards if e.file and (p := _own(folder, e.file)))
         tasks = [replace(t, previous=pool) for t in tasks]
     report(f"build: {len(tasks)} shards to build, {len(kept)} unchanged")
     reports = (runner or _local_runner(jobs))(tasks) if tasks else []
@@ -206,13 +207,16 @@ def _tasks(
     ranges = bucket_ranges(len(the_plan.digests))
     for i, digest in enumerate(the_plan.digests):
         before = old.shards[i] if old is not None else None
-        present = before is not None and (before.file is None or (folder / before.file).is_file())
+        own = _own(folder, before.file) if before is not None and before.file else None
+        present = before is not None and (
+            before.file is None or (own is not None and own.is_file())
+        )
         if before is not None and present and before.sources_digest == digest:
             kept.append(before)
             continue
         if not the_plan.sources[i]:
             continue  # an empty shard: no file
-        previous = (folder / before.file,) if before is not None and before.file else ()
+        previous = (own,) if own is not None else ()
         name = f"shard-{i:04d}-{digest.removeprefix('sha256:')[:12]}.urna"
         tasks.append(
             ShardTask(
@@ -227,6 +231,14 @@ def _tasks(
             )
         )
     return tasks, kept
+
+
+def _own(folder: Path, name: str) -> Path | None:
+    """A previous shard file, if it is the folder's own (a link out of it is never reused)."""
+    try:
+        return inside(folder, name)
+    except Outside:
+        return None
 
 
 def _local_runner(jobs: int) -> Runner:

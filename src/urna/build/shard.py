@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from urna.build.discover import Found
-from urna.build.partition import bucket_of
 from urna.build.run import canonical_order, embed_all, load_files, write_spans
 from urna.build.spec import BuildSpec
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
 from urna.embed.registry import resolve
 from urna.errors import BuildError
+from urna.format.partition import bucket_of
 from urna.ingest.chunker import ChunkSpan, chunk_documents
 from urna.ingest.context import NO_CONTEXT, RECIPES, embedded_texts
 from urna.search.corpus import Corpus, open_corpus

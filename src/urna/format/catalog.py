@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 from urna.errors import FileError, FormatError
 from urna.format.manifest import strict_loads
-from urna.format.regular import describe, read_regular
+from urna.format.regular import describe, inside, read_regular
 
 CATALOG = "catalog.json"
 KIND = "urna.collection"
@@ -114,14 +115,16 @@ def canonical(value: Any) -> bytes:
 
 
 def is_collection(path: Path) -> bool:
-    return path.is_dir() and (path / CATALOG).is_file()
+    """A folder holding anything named catalog.json: opening it then reads (or refuses) that
+    catalog, never the folder's .urna files one by one."""
+    return path.is_dir() and os.path.lexists(path / CATALOG)
 
 
 def read_catalog(folder: Path) -> tuple[Catalog, bytes]:
     """The folder's catalog, checked, and its bytes (whose SHA-256 is the version)."""
     path = folder / CATALOG
     try:
-        raw = read_regular(path, MAX_CATALOG)
+        raw = read_regular(inside(folder, CATALOG), MAX_CATALOG)
     except FileNotFoundError:
         raise FileError(f"not a collection: {path} not found") from None
     except OSError as exc:

@@ -17,6 +17,28 @@ class NotRegular(OSError):
     """The path exists but is not a regular file (a FIFO, a device, a socket, a folder)."""
 
 
+class Outside(OSError):
+    """A name inside a folder is a symbolic link that leads out of it."""
+
+
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, where a collection reads it: a symbolic link is followed only when
+    it resolves inside ``folder``, else refused (``Outside``) with nothing of its target
+    opened (``lstat`` and ``realpath`` look at the link and the folders, never the file)."""
+    path = folder / name
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return path  # missing or unreadable: the open that follows says which
+    if not link:
+        return path
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(folder))
+    if root not in real.parents:
+        raise Outside(f"{path} is a symbolic link out of its folder {folder}")
+    return real
+
+
 def open_regular(path: str | os.PathLike[str]) -> int:
     """A read-only descriptor of a regular file (the caller closes it); raises
     FileNotFoundError, PermissionError, NotRegular or another OSError."""
@@ -43,7 +65,7 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
 
 def describe(path: Path, exc: OSError) -> str:
     """A one-line reason for an OSError raised while reading ``path``."""
-    if isinstance(exc, NotRegular):
+    if isinstance(exc, NotRegular | Outside):
         return str(exc)
     if isinstance(exc, FileNotFoundError):
         return f"{path} not found"

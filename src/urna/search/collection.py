@@ -27,6 +27,7 @@ from urna.embed.registry import resolve_query
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog
+from urna.format.partition import bucket_of
 from urna.index.bm25 import TermStats, TextHits
 from urna.index.tokenize import tokenize, tokenizer_for
 from urna.search.chunks import Chunk
@@ -301,13 +302,24 @@ class Collection(TextSearching):
         }
 
     def validate(self) -> AuditReport:
-        """Every shard's audit (ids recomputed, vectors walked), and the catalog's hashes."""
+        """Every shard's audit (ids recomputed, vectors walked, derived sections checked),
+        the catalog's hashes, and the collection's own audit: each shard holds only sources
+        of its bucket range, in source order, no more than the catalog counts, and no chunk
+        id appears in two shards."""
         sections = 0
+        owner: dict[str, str] = {}
         for shard, entry in zip(self.shards, _files(self.catalog), strict=True):
             report = shard.validate()
             sections += report.n_sections
+            name = entry.file or ""
             if report.content_hash != entry.content_hash:
-                raise _mismatch(entry.file or "", "content_hash", entry.content_hash, report)
+                raise _mismatch(name, "content_hash", entry.content_hash, report)
+            ids, uris = shard.holdings()
+            _audit_sources(name, uris, entry.buckets, entry.sources, self.catalog.n_buckets)
+            for chunk_id in ids:
+                other = owner.setdefault(chunk_id, name)
+                if other != name:
+                    raise _bad(f"chunk id {chunk_id} is in shard {other} and in shard {name}")
         return AuditReport(self.n_chunks, sections, self.version, self.version)
 
     def close(self) -> None:
@@ -322,6 +334,33 @@ class Collection(TextSearching):
 
     def __repr__(self) -> str:
         return f"<urna.Collection {self.path} shards={len(self.shards)} chunks={self.n_chunks}>"
+
+
+def _audit_sources(
+    name: str, uris: Sequence[str], buckets: tuple[int, int], sources: int, n_buckets: int
+) -> None:
+    lo, hi = buckets
+    previous = b""
+    distinct = 0
+    for uri in uris:
+        key = uri.encode("utf-8")
+        if key < previous:
+            raise _bad(f"shard {name} is not in source order: {uri} comes after a later source")
+        if key != previous:
+            distinct += 1
+            bucket = bucket_of(uri, n_buckets)
+            if not lo <= bucket < hi:
+                raise _bad(
+                    f"shard {name} holds source {uri} of bucket {bucket}, outside its "
+                    f"range [{lo}, {hi})"
+                )
+        previous = key
+    if distinct > sources:  # fewer: a source may give no chunk (an empty document)
+        raise _bad(f"shard {name} holds {distinct} sources, the catalog says {sources}")
+
+
+def _bad(message: str) -> FormatError:
+    return FormatError(message, check=19, section="catalog.json")
 
 
 def _files(catalog: Catalog) -> list[Any]:

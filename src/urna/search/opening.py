@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from urna.errors import FileError, FormatError
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
+from urna.format.partition import bucket_of
 from urna.format.reader import Verify
+from urna.format.regular import Outside, inside
 from urna.search.collection import Collection
 from urna.search.corpus import Corpus, open_corpus
 from urna.search.shard import LocalShard
@@ -46,7 +50,7 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
         for entry in catalog.shards:
             if entry.file is None:
                 continue
-            path = folder / entry.file
+            path = shard_path(folder, entry.file)
             if not path.is_file():
                 raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
             shard = open_corpus(path, verify=verify, private=private)
@@ -66,6 +70,35 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
     return Collection(folder, catalog, version, [LocalShard(s) for s in shards])
 
 
+SAMPLED = 16  # chunks whose source's bucket an open checks, per shard
+
+
+def _check_buckets(catalog: Catalog, entry: ShardEntry, shard: Corpus) -> None:
+    """Cheap, at every open: the sources of SAMPLED chunks spread over the shard (first and
+    last included) lie in its bucket range. A shard swapped with another, copied over
+    another or taken from another collection fails this but for a chance of at most
+    (its share of the buckets) ** SAMPLED; ``validate`` checks every source."""
+    lo, hi = entry.buckets
+    n = shard.n_chunks
+    picks = np.unique(np.linspace(0, n - 1, num=min(n, SAMPLED)).astype(np.int64))
+    for uri in shard.source_uris(picks):
+        bucket = bucket_of(uri, catalog.n_buckets)
+        if not lo <= bucket < hi:
+            raise _bad(
+                f"shard {entry.file} holds source {uri} of bucket {bucket}, outside its range "
+                f"[{lo}, {hi})"
+            )
+
+
+def shard_path(folder: Path, name: str) -> Path:
+    """Where a shard named by the catalog is read: in the folder, or through a link that
+    stays in it; a link out of the folder is refused before its target is opened."""
+    try:
+        return inside(folder, name)
+    except Outside as exc:
+        raise _bad(str(exc)) from None
+
+
 def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: bool) -> None:
     name = entry.file
     checks: tuple[tuple[str, object, object], ...] = (
@@ -75,10 +108,16 @@ def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: 
         ("embedding_dim", shard.dim, catalog.dim),
         ("chunker_version", shard.manifest["chunker_version"], catalog.chunker_version),
         ("tokenizer", shard.bm25.tokenizer if shard.bm25 else None, catalog.tokenizer_version),
+        (
+            "bm25_total_length",
+            int(shard.bm25.doc_len.sum(dtype=np.int64)) if shard.bm25 else None,
+            entry.bm25_total_length,
+        ),
     )
     for what, found, expected in checks:
         if found != expected:
             raise _bad(f"shard {name} has {what} {found}, the catalog says {expected}")
+    _check_buckets(catalog, entry, shard)
     if hashes:
         for what, found, expected in (
             ("file_hash", shard.file_hash, entry.file_hash),

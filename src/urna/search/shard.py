@@ -77,6 +77,8 @@ class Shard(Protocol):
 
     def validate(self) -> AuditReport: ...
 
+    def holdings(self) -> tuple[list[str], list[str]]: ...
+
     def close(self) -> None: ...
 
 
@@ -157,6 +159,11 @@ class LocalShard:
 
     def validate(self) -> AuditReport:
         return self.corpus.validate()
+
+    def holdings(self) -> tuple[list[str], list[str]]:
+        """Every chunk id and every chunk's source_uri, in file order (for the audit)."""
+        n = self.corpus.n_chunks
+        return [self.corpus.chunk_id(i) for i in range(n)], self.corpus.source_uris(np.arange(n))
 
     def close(self) -> None:
         self.corpus.close()

@@ -27,6 +27,7 @@ from urna.index.bm25 import TermStats
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
 from urna.search.corpus import open_corpus
+from urna.search.opening import shard_path
 from urna.search.result import Hit, SearchResult
 from urna.search.shard import LocalShard, Pair, ShardFacts
 from urna.server.databases import Databases
@@ -45,6 +46,7 @@ CALLS = {
     "verify_source",
     "info",
     "validate",
+    "holdings",
 }
 
 
@@ -134,6 +136,10 @@ class RemoteShard:
         result: AuditReport = self._call("validate")
         return result
 
+    def holdings(self) -> tuple[list[str], list[str]]:
+        result: tuple[list[str], list[str]] = self._call("holdings")
+        return result
+
     def close(self) -> None:
         return None
 
@@ -206,6 +212,7 @@ def serve_on_ray(
     ray, serve = _serve()
     catalog, raw = read_catalog(folder)
     files = [e for e in catalog.shards if e.file]
+    paths = {e.index: str(shard_path(folder, str(e.file)).resolve()) for e in files}
     unknown = set(places) - {e.index for e in files}
     if unknown:
         raise UrnaError(f"--place names shard {min(unknown)}, which has no file")
@@ -221,7 +228,7 @@ def serve_on_ray(
             if e.index in places:
                 options["resources"] = {places[e.index]: 0.001}
             deployment = shard_cls.options(name=f"shard-{e.index}", ray_actor_options=options)
-            bound.append(deployment.bind(str((folder / str(e.file)).resolve()), "full"))
+            bound.append(deployment.bind(paths[e.index], "full"))
         ingress = serve.deployment(serve.ingress()(CollectionIngress)).options(
             name="ingress", ray_actor_options={"num_cpus": 0.5}
         )
