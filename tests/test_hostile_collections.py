@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -144,7 +145,7 @@ def test_a_duplicated_chunk_id_fails_validate(mine: Path) -> None:
 class Opened:
     """Every path this process opens while it is on (a Python audit hook on "open")."""
 
-    paths: list[str] = []
+    paths: ClassVar[list[str]] = []
     on = False
 
     @classmethod
