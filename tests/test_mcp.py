@@ -142,3 +142,59 @@ def test_http_on_serve_with_the_token(in_library: Path) -> None:
             _drive(lambda: connect("wrong"), nothing)
     finally:
         server.stop()
+
+
+def test_stdio_errors_are_json_rpc_errors(in_library: Path) -> None:
+    """Raw JSON-RPC lines over stdio: an unknown prompt, resource or tool gets an error reply
+    (no traceback on stderr), and a line that is not JSON-RPC gets -32700 while the session
+    goes on."""
+    import queue
+    import subprocess
+    import threading
+
+    env = {k: os.environ[k] for k in ("URNA_HOME", "URNA_CACHE_DIR", "URNA_EMBED_PRECISION")}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "nope"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "urna://x"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "nope", "arguments": {}}},
+        "this line is not JSON-RPC",
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "urna", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout and proc.stderr
+    for line in lines:
+        proc.stdin.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+    proc.stdin.flush()
+    by_id: dict[object, Any] = {}
+    replies: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True)
+    reader.start()
+    try:
+        for _ in range(6):  # six replies: ids 1 to 5 and the parse error, 60 s at most each
+            reply = json.loads(replies.get(timeout=60))
+            by_id[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=30)
+    stderr = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert by_id[2]["error"]["code"] == -32602 and "Unknown prompt" in by_id[2]["error"]["message"]
+    assert by_id[3]["error"]["code"] == -32602
+    assert by_id[4]["result"]["isError"] is True
+    assert by_id[None]["error"]["code"] == -32700
+    assert {t["name"] for t in by_id[5]["result"]["tools"]} >= {"search", "cite"}
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr

@@ -180,11 +180,13 @@ def serve(
 def mcp_cmd(paths: tuple[Path, ...], names: tuple[str, ...]) -> None:
     """The MCP server for agents over stdio: tools search, cite, read and list_corpora over
     these .urna files, collections or folders (the library when none is given)."""
+    import anyio
+
     from urna.server.databases import load
-    from urna.server.mcp import create_mcp
+    from urna.server.mcp import create_mcp, run_stdio
 
     server = create_mcp(load(library_paths(paths, names, default=True)))
-    server.run("stdio")
+    anyio.run(run_stdio, server)
 
 
 COMMANDS = (eval_cmd, benchmark_cmd, serve, mcp_cmd)

@@ -161,6 +161,49 @@ async def _run(fn: Callable[[], T]) -> T:
         raise ToolError(str(exc)) from None
 
 
+def _server_class(base: type[MCPServer]) -> type[MCPServer]:
+    """The SDK's server, with an unknown prompt answered as a JSON-RPC invalid-params error
+    (the SDK raises a plain ValueError there: a traceback on stderr and error code 0)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    class Server(base):  # type: ignore[misc,valid-type]
+        async def get_prompt(self, name: str, *args: Any, **kwargs: Any) -> Any:
+            if name not in {p.name for p in await self.list_prompts()}:
+                raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+            return await super().get_prompt(name, *args, **kwargs)
+
+    return Server
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport, with the parse error JSON-RPC asks for: the transport passes
+    a line it cannot parse on as an exception, which the session drops unanswered; here it
+    is answered with -32700 (id null) and the session goes on."""
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types import PARSE_ERROR, ErrorData, JSONRPCError
+
+    lowlevel = server._lowlevel_server  # what the SDK's own run_stdio_async runs
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        error = ErrorData(code=PARSE_ERROR, message="Parse error: not JSON-RPC")
+                        reply = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+                        await write_stream.send(SessionMessage(reply))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
 def create_mcp(dbs: Databases) -> MCPServer:
     """The MCP server over ``dbs`` (its tools read the served corpora as they are then)."""
     try:
@@ -169,7 +212,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
     except ImportError:
         raise UrnaError("the MCP server needs its extra: pip install 'urna[mcp]'") from None
     tools = Tools(dbs)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _server_class(MCPServer)(
         "urna", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
