@@ -29,7 +29,7 @@ from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex
 from urna.index.hnsw import build_payload as build_hnsw
 from urna.ingest.context import RECIPES as CONTEXT_RECIPES
-from urna.ingest.context import embedded_texts
+from urna.ingest.context import bm25_texts
 from urna.search.fusion import FusionParams
 
 Dtype = Literal["float32", "float16", "int8"]
@@ -258,27 +258,21 @@ def _manifest(
 
 
 def bm25_documents(cols: Columns, context: str | None) -> list[str]:
-    """What BM25 indexes per chunk: with a context recipe, the text the vector embedded (the
-    chunk in its context); without one, the chunk's text and its section path."""
-    if context is not None:
-        placed = [
-            ChunkInput(
-                t.decode("utf-8"),
-                u.decode("utf-8"),
-                0,
-                0,
-                section_path=p.decode("utf-8"),
-                source_ordinal=o,
-            )
-            for t, u, p, o in zip(
-                cols.texts, cols.uris, cols.section_paths, cols.source_ordinals, strict=True
-            )
-        ]
-        return embedded_texts(placed, context)
-    return [
-        (t.decode("utf-8") + ("\n" + p.decode("utf-8") if p else ""))
-        for t, p in zip(cols.texts, cols.section_paths, strict=True)
+    """What BM25 indexes per chunk (``ingest.context.bm25_texts``)."""
+    placed = [
+        ChunkInput(
+            t.decode("utf-8"),
+            u.decode("utf-8"),
+            0,
+            0,
+            section_path=p.decode("utf-8"),
+            source_ordinal=o,
+        )
+        for t, u, p, o in zip(
+            cols.texts, cols.uris, cols.section_paths, cols.source_ordinals, strict=True
+        )
     ]
+    return bm25_texts(placed, context)
 
 
 def _index_sections(

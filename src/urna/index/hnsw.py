@@ -88,7 +88,7 @@ class HNSWIndex:
         kinds = {k: str(meta.get(k, "")).rsplit(".", 1)[-1].split(":")[0] for k in _KINDS}
         if kinds != _KINDS or meta.get("count_deleted") != 0:
             raise _bad(f"usearch index is not a cos/i8 index keyed by u64 with u32 slots: {meta}")
-        check_graph(blob, int(count), int(dim), int(connectivity), _bad)
+        self.layout = check_graph(blob, int(count), int(dim), int(connectivity), _bad)
         try:
             index = index_cls(ndim=dim, metric="cos", dtype="i8", connectivity=connectivity)
             index.view(blob)

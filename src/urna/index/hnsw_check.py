@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,8 +33,9 @@ BLOCK = 8192  # nodes checked per vectorized step
 
 def check_graph(
     blob: memoryview, count: int, dim: int, connectivity: int, bad: Callable[[str], FormatError]
-) -> None:
-    """Refuse (raise ``bad(message)``) a serialized index a search could read past."""
+) -> Layout:
+    """Refuse (raise ``bad(message)``) a serialized index a search could read past; return
+    where its lists are."""
     size = len(blob)
     if size < _MATRIX.size:
         raise bad("usearch payload is too short")
@@ -67,6 +69,51 @@ def check_graph(
     raw = np.frombuffer(blob, dtype=np.uint8)
     for lo in range(0, count, BLOCK):
         _check_block(raw, starts[lo : lo + BLOCK], levels, lo, conn, conn_base, bad)
+    return Layout(raw, starts, levels, int(conn), int(conn_base), int(entry))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each node's neighbour lists are, once ``check_graph`` has proven them sound."""
+
+    raw: np.ndarray
+    starts: np.ndarray
+    levels: np.ndarray
+    conn: int
+    conn_base: int
+    entry: int
+
+    def neighbours(self, nodes: np.ndarray, level: int) -> np.ndarray:
+        """Every neighbour the nodes (each having ``level``) list at that level."""
+        base = 4 + 4 * self.conn_base
+        at = self.starts[nodes] + _NODE_HEAD
+        if level:
+            at = at + base + (level - 1) * (4 + 4 * self.conn)
+        cap = self.conn_base if level == 0 else self.conn
+        counts = _u32(self.raw, at).astype(np.int64)
+        ids = _u32(self.raw, at[:, None] + 4 + 4 * np.arange(cap)[None, :]).astype(np.int64)
+        return ids[np.arange(cap)[None, :] < counts[:, None]]
+
+    def first_unreachable(self) -> int | None:
+        """The first node that no walk from the entry point reaches over the edges of any
+        level (a search could never return it), or None."""
+        count = len(self.levels)
+        if not count:
+            return None
+        seen = np.zeros(count, dtype=bool)
+        seen[self.entry] = True
+        frontier = np.array([self.entry], dtype=np.int64)
+        while frontier.size:
+            found = []
+            for lo in range(0, len(frontier), BLOCK):
+                part = frontier[lo : lo + BLOCK]
+                for level in range(int(self.levels[part].max()) + 1):
+                    found.append(self.neighbours(part[self.levels[part] >= level], level))
+            reached = np.unique(np.concatenate(found)) if found else frontier[:0]
+            frontier = reached[~seen[reached]]
+            seen[frontier] = True
+        missing = np.flatnonzero(~seen)
+        return int(missing[0]) if len(missing) else None
 
 
 def _u32(raw: np.ndarray, at: np.ndarray) -> np.ndarray:

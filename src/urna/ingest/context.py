@@ -82,3 +82,11 @@ def embedded_texts(chunks: Sequence[Placed], recipe: str = CONTEXT_RECIPE) -> li
         context = context_of(chunk, leads)
         out.append(f"{context}\n\n{chunk.text}" if context else chunk.text)
     return out
+
+
+def bm25_texts(chunks: Sequence[Placed], recipe: str | None) -> list[str]:
+    """What BM25 indexes per chunk: with a context recipe, the text the vector embedded (the
+    chunk in its context); without one (``None``), the chunk's text and its section path."""
+    if recipe is not None:
+        return embedded_texts(chunks, recipe)
+    return [c.text + ("\n" + c.section_path if c.section_path else "") for c in chunks]

@@ -26,6 +26,7 @@ from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
 from urna.search.chunks import Chunk, ChunkStore
 from urna.search.cite import Citation, check_source, parse_citation
+from urna.search.derived import audit_derived
 from urna.search.filters import FilterIndex, make_filter
 from urna.search.fusion import FusionParams
 from urna.search.hits import HitMaker
@@ -272,8 +273,12 @@ class Corpus(FileView, TextSearching):
     # --- the whole picture -----------------------------------------------------
 
     def validate(self) -> AuditReport:
-        """Recompute every chunk id, check they are unique, and walk every vector for NaN/Inf."""
-        return audit(self._c)
+        """Recompute every chunk id, check they are unique, walk every vector for NaN/Inf and
+        norm, and check each derived section against what it derives from
+        (``search/derived.py``)."""
+        report = audit(self._c)
+        audit_derived(self._c, self._store, self._bm25, self._hnsw, self._graph)
+        return report
 
     def close(self) -> None:
         self._c.close()
