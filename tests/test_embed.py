@@ -61,3 +61,17 @@ def test_minilm_embeds_unit_vectors_and_counts_tokens() -> None:
     assert v[0] @ v[1] > v[0] @ v[2]
     assert e.count_tokens(["hello world", ""]) == [2, 0]
     assert e.model_hash == model_hash(Path(e._folder))  # type: ignore[attr-defined]
+
+
+@needs_models
+def test_token_counts_do_not_depend_on_what_ran_before() -> None:
+    """The static model's encode turns truncation on in its tokenizer; chunking counts with
+    its own copy, so a count is the same before and after an embed (it was cut at 512)."""
+    from urna.embed.registry import resolve
+
+    static = resolve("minilm-static")
+    long_text = "word " * 700
+    before = static.count_tokens([long_text, "short"])
+    static.embed(["x " * 600])
+    assert static.count_tokens([long_text, "short"]) == before
+    assert before[0] >= 700

@@ -123,7 +123,12 @@ class StaticEmbedder:
 
     @cached_property
     def _tokenizer(self) -> Any:
-        tok = self._model.tokenizer
+        """A copy of the model's tokenizer that counts every token: the model's own one is
+        shared with ``encode``, which turns truncation on (counts taken after an embed were
+        cut at 512, so chunking depended on what ran before in the process)."""
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(self._model.tokenizer.to_str())
         tok.no_padding()
         tok.no_truncation()
         return tok

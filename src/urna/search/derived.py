@@ -68,9 +68,9 @@ def audit_derived(
         recipe = container.manifest.get("embed_context")
         check_rebuilt(container.payload(SectionId.BM25_INDEX), bm25_texts(chunks, recipe))
     if hnsw is not None:  # before the graph, which takes its semantic edges from it
-        _check_hnsw(container, hnsw)
+        check_hnsw(container, hnsw)
     if graph is not None:
-        _check_graph(container, store, graph)
+        check_graph(container, store, graph)
 
 
 def _bad_hnsw(message: str) -> FormatError:
@@ -84,7 +84,7 @@ def sample(n: int, size: int = SELF_SAMPLE) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, num=min(n, size)).astype(np.int64))
 
 
-def _check_hnsw(container: Container, hnsw: HNSWIndex) -> None:
+def check_hnsw(container: Container, hnsw: HNSWIndex) -> None:
     lost = hnsw.layout.first_unreachable()
     if lost is not None:
         raise _bad_hnsw(f"node {lost} cannot be reached from the entry point")
@@ -99,7 +99,7 @@ def _check_hnsw(container: Container, hnsw: HNSWIndex) -> None:
             raise _bad_hnsw(f"a search for chunk {i}'s own vector does not find it")
 
 
-def _check_graph(container: Container, store: ChunkStore, graph: ChunkGraph) -> None:
+def check_graph(container: Container, store: ChunkStore, graph: ChunkGraph) -> None:
     def bad(message: str) -> FormatError:
         return FormatError(f"graph: {message}", check=18, section=GRAPH_WHERE)
 
