@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz_open import one_input
+import urna
+from tests.fuzz_open import COLLECTION, collection_seed, one_catalog, one_input
 from tests.test_hostile_sections import _rich_file
 
 CRASHERS = Path(__file__).parent / "fuzz_crashers"
@@ -24,6 +25,40 @@ def test_kept_fuzz_inputs_replay_cleanly(tmp_path: Path) -> None:
     for path in kept:
         if path.name != "README.md":
             one_input(path.read_bytes())
+
+
+def test_a_catalog_seed_and_its_mutations_replay_cleanly() -> None:
+    seed = collection_seed()
+    one_catalog(seed)
+    with urna.open(COLLECTION) as col:  # the seed is a real collection: every path runs
+        assert col.n_chunks == 12 and col.validate().n_chunks == 12
+    for cut in (0, 1, len(seed) // 2, len(seed) - 1):
+        one_catalog(seed[:cut])
+    one_catalog(seed.replace(b'"buckets":[0,2048]', b'"buckets":[0,4096]'))
+    one_catalog(seed.replace(b"shard-0000", b"shard-0001"))
+
+
+@pytest.mark.slow
+def test_bounded_fuzzing_of_catalogs_finds_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    seeds = tmp_path / "corpus"
+    seeds.mkdir()
+    (seeds / "catalog.json").write_bytes(collection_seed())
+    artifacts = tmp_path / "found"
+    artifacts.mkdir()
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "tests.fuzz_open", str(seeds),
+            "-max_total_time=45", "-timeout=20", "-rss_limit_mb=2048", "-max_len=20000",
+            f"-artifact_prefix={artifacts}/",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "URNA_FUZZ": "collection"},
+    )  # fmt: skip
+    found = sorted(p.name for p in artifacts.iterdir())
+    assert run.returncode == 0 and not found, (
+        f"the fuzzer found {found} in {artifacts}: " + run.stderr[-3000:]
+    )
 
 
 @pytest.mark.slow
