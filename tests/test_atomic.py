@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,12 +15,15 @@ import pytest
 
 import urna
 from tests.conftest import PLACEHOLDER, build_minimal
-from urna.format import writer
+from urna.format import atomic, writer
 
 
+@pytest.mark.parametrize("unnamed", [True, False])
 def test_exception_mid_write_keeps_old_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
 ) -> None:
+    if not unnamed:  # as on a system without O_TMPFILE: a named temporary file
+        monkeypatch.setattr(atomic, "_unnamed", lambda folder: None)
     path = tmp_path / "f.urna"
     build_minimal(path)
     before = path.read_bytes()
@@ -45,17 +49,26 @@ urna.build(sys.argv[1], [{"text": f"t{i}", "source_uri": "s", "byte_start": i, "
 """
 
 
-def test_killed_build_keeps_old_file(tmp_path: Path) -> None:
+def _unnamed_size(pid: int, folder: Path) -> int:
+    """The size of the unnamed file (O_TMPFILE) process ``pid`` is writing in ``folder``."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith(str(folder)) and target.endswith("(deleted)"):
+                return os.stat(fd).st_size
+    return 0
+
+
+def test_killed_build_keeps_old_file_and_leaves_nothing(tmp_path: Path) -> None:
     path = tmp_path / "f.urna"
     build_minimal(path)
     before = path.read_bytes()
     proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)])
     deadline = time.monotonic() + 120
     try:
-        # Wait until the temporary file exists and is growing, then kill the writer.
+        # Wait until the writer's unnamed file is growing, then kill the writer.
         while time.monotonic() < deadline:
-            temps = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-            if temps and temps[0].stat().st_size > 1 << 20:
+            if _unnamed_size(proc.pid, tmp_path) > 1 << 20:
                 break
             if proc.poll() is not None:
                 pytest.fail("the writer finished before it could be killed")
@@ -68,8 +81,19 @@ def test_killed_build_keeps_old_file(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     with urna.open(path) as corpus:
         assert corpus.n_chunks == 1
-    # kill -9 ran no cleanup; the next write of the same file removes the orphan.
-    assert any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+    # kill -9 ran no cleanup, and there is nothing to clean: the file had no name yet.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.urna"]
+
+
+def test_an_orphan_of_a_named_write_is_removed_by_the_next(tmp_path: Path) -> None:
+    """Where O_TMPFILE is not to be had, the temporary file has a name; one left by a killed
+    process (its pid gone) is removed by the next write of the same target."""
+    path = tmp_path / "f.urna"
+    build_minimal(path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    orphan = tmp_path / f".f.urna.{int(dead.stdout)}.abc123.tmp"
+    orphan.write_bytes(b"half a file")
     build_minimal(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.urna"]
 

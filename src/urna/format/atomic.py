@@ -1,7 +1,10 @@
 """Atomic file replacement: write a temporary file beside the target, fsync, rename.
 
-The temporary file is ``.NAME.<pid>.<random>.tmp``; one left by a process that was killed
-(``kill -9`` runs no cleanup) is removed by the next write of the same target. The new
+On Linux the file is written unnamed (``O_TMPFILE``): a process killed while writing
+(``kill -9`` runs no cleanup) leaves nothing behind, and the file gets a name only for the
+instant between its link and the rename. Elsewhere (or where the filesystem refuses
+``O_TMPFILE``) the temporary file is ``.NAME.<pid>.<random>.tmp``; one left by a process
+that was killed is removed by the next write of the same target. The new
 file gets the mode of the file it replaces, or 0666 less the umask for a new one. A
 target that exists and is not a regular file (a device such as /dev/full, a FIFO, a
 folder) is refused: a rename would replace the node itself.
@@ -32,24 +35,65 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     folder = target.parent if str(target.parent) else Path(".")
     mode = _mode_for(target)
     _remove_orphans(folder, target.name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
+    unnamed = _unnamed(folder)
+    if unnamed is None:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=folder
+        )
+    else:
+        fd, tmp = unnamed, ""
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb", closefd=not unnamed) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+            if unnamed is not None:
+                os.fchmod(fd, mode)
+                tmp = _name_for(folder, target.name)
+                _link(fd, tmp)
+        if unnamed is None:
+            os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
+    finally:
+        if unnamed is not None:
+            os.close(unnamed)
     with contextlib.suppress(OSError):
         dir_fd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _unnamed(folder: Path) -> int | None:
+    """A descriptor of a new unnamed file in ``folder`` (Linux O_TMPFILE), or None."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:  # a filesystem without O_TMPFILE, or no such folder: the named path says
+        return None
+
+
+def _link(fd: int, name: str) -> None:
+    """Give the unnamed file ``fd`` the name ``name``: linkat on its /proc/self/fd entry,
+    following it (a dir fd makes CPython call linkat with AT_SYMLINK_FOLLOW, not link)."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.link(str(fd), name, src_dir_fd=proc, follow_symlinks=True)
+    finally:
+        os.close(proc)
+
+
+def _name_for(folder: Path, name: str) -> str:
+    """A fresh temporary name beside the target, in the pattern orphans are found by."""
+    return str(folder / f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
 
 
 def _mode_for(target: Path) -> int:
