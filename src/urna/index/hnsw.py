@@ -109,12 +109,16 @@ class HNSWIndex:
         keys = np.asarray(found.keys, dtype=np.int64)
         return keys[(keys >= 0) & (keys < len(self._index))]
 
-    def neighbours(self, matrix: np.ndarray, top_m: int) -> list[np.ndarray]:
-        """Up to ``top_m`` nearest other chunks of every chunk (for the chunk graph)."""
+    def neighbours(
+        self, matrix: np.ndarray, top_m: int, ordinals: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """Up to ``top_m`` nearest other chunks of each row's chunk (for the chunk graph):
+        row r is chunk ``ordinals[r]`` (by default chunk r)."""
         found = self._index.search(np.ascontiguousarray(matrix, dtype=np.float32), top_m + 1)
         keys = np.asarray(found.keys, dtype=np.int64).reshape(len(matrix), -1)
+        own = np.arange(len(matrix)) if ordinals is None else np.asarray(ordinals)
         out = []
-        for i, row in enumerate(keys):
+        for i, row in zip(own.tolist(), keys, strict=True):
             row = row[(row >= 0) & (row != i)]
             out.append(row[:top_m])
         return out

@@ -132,7 +132,7 @@ def check_graph(container: Container, store: ChunkStore, graph: ChunkGraph) -> N
     hnsw = HNSWIndex(container.payload(SectionId.HNSW_INDEX), store.n, matrix.dim)
     node, target = edges[SEMANTIC]
     picks = sample(store.n)
-    recomputed = hnsw.neighbours(matrix.rows(picks), graph.top_m)
+    recomputed = hnsw.neighbours(matrix.rows(picks), graph.top_m, picks)
     for i, found in zip(picks.tolist(), recomputed, strict=True):
         structural = {int(expected_next[i]), int(expected_previous[i])}
         want = list(dict.fromkeys(t for t in found.tolist() if t not in structural))
