@@ -120,6 +120,9 @@ def test_hnsw_neighbour_counts_cut_fail_validate(
             raw[at : at + 4] = count.to_bytes(4, "little")
 
     _validate_fails(tmp_path, _with(original, HNSW, edit), "hnsw index")
+    with urna.open(tmp_path / "forged.urna") as corpus:  # the query verbs still answer k
+        q = corpus.embedding(3)
+        assert len(corpus.search_ann(q, k=5).hits) == 5
 
 
 def test_one_node_cut_off_fails_validate(original: bytes, tmp_path: Path) -> None:

@@ -118,6 +118,10 @@ class Corpus(FileView, TextSearching):
         # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
         wanted = min(RERANK_FACTOR * max(ef, k), self.n_chunks)
         candidates = self._hnsw.candidates(q, wanted, wanted)
+        if len(np.unique(candidates)) < min(k, self.n_chunks):
+            # A sound graph always offers k candidates; one that cannot (a forged or cut
+            # graph) is not trusted with this query: the exact answer instead.
+            return self.search(query, k)
         # Full precision when the file keeps a copy (0x09), else stored precision.
         idx, scores = rerank_top(self._rerank, candidates, q, k)
         hits = self._hits(
