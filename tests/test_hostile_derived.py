@@ -77,8 +77,7 @@ def test_the_rich_file_validates(original: bytes, tmp_path: Path) -> None:
     assert run("validate", str(path)).exit_code == 0
 
 
-@pytest.mark.parametrize("weight", [0.0, 1e-45, 3.0])
-def test_forged_bm25_weights_fail_validate(original: bytes, tmp_path: Path, weight: float) -> None:
+def _weights(original: bytes, weight: float) -> bytes:
     payload = take_apart(original).sections[BM25][1]
     nnz = BM25Index(memoryview(payload), N).weights.size
     start = len(payload) - 4 * N - 4 * nnz
@@ -86,7 +85,24 @@ def test_forged_bm25_weights_fail_validate(original: bytes, tmp_path: Path, weig
     def edit(raw: bytearray) -> None:
         raw[start : start + 4 * nnz] = np.full(nnz, weight, dtype="<f4").tobytes()
 
-    _validate_fails(tmp_path, _with(original, BM25, edit), "bm25 index: weight")
+    return _with(original, BM25, edit)
+
+
+@pytest.mark.parametrize("weight", [0.0, 1e-45])
+def test_bm25_weights_no_text_can_give_are_refused_at_open(
+    original: bytes, tmp_path: Path, weight: float
+) -> None:
+    """No posting weighs less than idf(N, N) / (1 + the longest chunk's norm): zero and
+    subnormal weights are refused by every verb, never answered with 0 hits."""
+    path = tmp_path / "forged.urna"
+    path.write_bytes(_weights(original, weight))
+    for args in (("search-text", str(path), "install linux", "--mode", "text"),
+                 ("validate", str(path))):  # fmt: skip
+        assert_error(run(*args), "bm25 index: a posting weight is outside")
+
+
+def test_forged_bm25_weights_in_range_fail_validate(original: bytes, tmp_path: Path) -> None:
+    _validate_fails(tmp_path, _weights(original, 3.0), "bm25 index: weight")
 
 
 def test_a_forged_bm25_length_fails_validate(original: bytes, tmp_path: Path) -> None:

@@ -161,10 +161,16 @@ class BM25Index:
             raise _bad(f"a posting names document {int(self.doc_ids.max())} of {n_docs}")
         if not np.all(np.isfinite(self.weights)):
             raise _bad("a posting weight is NaN or Inf")
-        # A weight is idf * tf / (tf + norm), so 0 < w < idf <= ln(1 + (N + 0.5) / 0.5).
+        # A weight is idf * tf / (tf + norm) with tf >= 1, so it lies between
+        # idf(N, N) / (1 + norm of the longest chunk) and idf(N, 0) = ln(1 + (N + 0.5) / 0.5).
         ceiling = idf(int(n_docs), 0) * (1 + 1e-5)
-        if nnz and (float(self.weights.min()) < 0 or float(self.weights.max()) > ceiling):
-            raise _bad(f"a posting weight is outside [0, {ceiling:.6g}]")
+        floor = 0.0
+        if nnz and n_docs and avgdl > 0 and np.isfinite(avgdl) and 0 <= b <= 1 and k1 >= 0:
+            longest = float(self.doc_len.max())
+            norm = float(k1) * (1 - float(b) + float(b) * longest / float(avgdl))
+            floor = idf(int(n_docs), int(n_docs)) / (1 + norm) * (1 - 1e-5)
+        if nnz and (float(self.weights.min()) < floor or float(self.weights.max()) > ceiling):
+            raise _bad(f"a posting weight is outside [{floor:.6g}, {ceiling:.6g}]")
         # Increasing doc ids within each term: a decrease may only happen at a term start.
         if nnz > 1:
             drops = np.flatnonzero(np.diff(self.doc_ids.astype(np.int64)) <= 0) + 1
