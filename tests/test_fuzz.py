@@ -38,27 +38,32 @@ def test_a_catalog_seed_and_its_mutations_replay_cleanly() -> None:
     one_catalog(seed.replace(b"shard-0000", b"shard-0001"))
 
 
+def _fuzz(seeds: Path, found: Path, seconds: int, max_len: int, **env: str) -> None:
+    """A bounded atheris run over ``seeds``; what it finds lands in ``found`` and fails."""
+    found.mkdir()
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "tests.fuzz_open", str(seeds),
+            f"-max_total_time={seconds}", "-timeout=20", "-rss_limit_mb=2048",
+            f"-max_len={max_len}", f"-artifact_prefix={found}/",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )  # fmt: skip
+    kept = sorted(p.name for p in found.iterdir())
+    assert run.returncode == 0 and not kept, (
+        f"the fuzzer found {kept} in {found} (add them to tests/fuzz_crashers): "
+        + run.stderr[-3000:]
+    )
+
+
 @pytest.mark.slow
 def test_bounded_fuzzing_of_catalogs_finds_nothing(tmp_path: Path) -> None:
     pytest.importorskip("atheris")
     seeds = tmp_path / "corpus"
     seeds.mkdir()
     (seeds / "catalog.json").write_bytes(collection_seed())
-    artifacts = tmp_path / "found"
-    artifacts.mkdir()
-    run = subprocess.run(
-        [
-            sys.executable, "-m", "tests.fuzz_open", str(seeds),
-            "-max_total_time=45", "-timeout=20", "-rss_limit_mb=2048", "-max_len=20000",
-            f"-artifact_prefix={artifacts}/",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "URNA_FUZZ": "collection"},
-    )  # fmt: skip
-    found = sorted(p.name for p in artifacts.iterdir())
-    assert run.returncode == 0 and not found, (
-        f"the fuzzer found {found} in {artifacts}: " + run.stderr[-3000:]
-    )
+    _fuzz(seeds, tmp_path / "found", 45, 20000, URNA_FUZZ="collection")
 
 
 @pytest.mark.slow
@@ -70,19 +75,4 @@ def test_bounded_fuzzing_finds_nothing(tmp_path: Path) -> None:
     for path in CRASHERS.glob("*"):
         if path.name != "README.md":
             shutil.copy(path, seeds / path.name)
-    artifacts = tmp_path / "found"
-    artifacts.mkdir()
-    run = subprocess.run(
-        [
-            sys.executable, "-m", "tests.fuzz_open", str(seeds),
-            "-max_total_time=90", "-timeout=20", "-rss_limit_mb=2048", "-max_len=200000",
-            f"-artifact_prefix={artifacts}/",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    found = sorted(p.name for p in artifacts.iterdir())
-    assert run.returncode == 0 and not found, (
-        f"the fuzzer found {found} in {artifacts} (add them to tests/fuzz_crashers): "
-        + run.stderr[-3000:]
-    )
+    _fuzz(seeds, tmp_path / "found", 90, 200000)
