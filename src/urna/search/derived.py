@@ -26,7 +26,8 @@ import numpy as np
 from urna.errors import FormatError
 from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
-from urna.index.bm25 import BM25Index, check_rebuilt
+from urna.index.bm25 import BM25Index
+from urna.index.bm25_check import check_rebuilt
 from urna.index.graph import NEXT, PREVIOUS, SEMANTIC, ChunkGraph
 from urna.index.graph import WHERE as GRAPH_WHERE
 from urna.index.hnsw import WHERE as HNSW_WHERE
