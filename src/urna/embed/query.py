@@ -4,8 +4,8 @@ vectors, else the model itself (sentence-transformers) in float32.
 A cold text query (``ask``, ``retrieve``, ``search-text``, ``find``, a server's first query)
 embeds one short text. Importing torch and sentence-transformers for it costs seconds; the
 numpy encoder (``numpy_bert``) reads the same model files and costs milliseconds. Queries
-are embedded in float32 on either path (the two agree to a cosine of 1 - 1e-12), so a
-query scores the same in every process and interface.
+are embedded in float32 on either path (the two agree to a cosine of 0.99999996 on the
+probe sentences), so a query scores the same in every process and interface, within 1e-6.
 
 Which path runs depends on the model files alone: the numpy encoder is used for a model
 whose reference vectors ship with urna (``references/<model hash>.json``: fixed probe
@@ -112,7 +112,7 @@ def shipped_reference(model_hash_: str) -> tuple[list[str], np.ndarray] | None:
 
 def write_reference(path: Path, model: str, model_hash_: str, reference: Any) -> None:
     """Ship ``reference(PROBES)`` (float32 unit vectors from sentence-transformers) as the
-    model's reference file (``benchmarks/make_query_reference.py`` calls this)."""
+    model's reference file (``scripts/make-query-reference`` calls this)."""
     vectors = np.asarray(reference(list(PROBES)), dtype=np.float32)
     record = {
         "probe": PROBE_VERSION,

@@ -135,9 +135,9 @@ class TransformerEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        model = self._model  # first: a missing extra is reported by the loader
         import torch
 
-        model = self._model
         tok = model.tokenizer
         window = int(getattr(model, "max_seq_length", None) or self.max_tokens + 2)
         encoded = tok(list(texts), truncation=True, max_length=window, padding=False)
