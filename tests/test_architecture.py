@@ -130,3 +130,56 @@ def test_modules_classes_and_functions_stay_small() -> None:
 def test_the_check_sees_a_cycle() -> None:
     """The cycle finder is not vacuous: the package root imports its submodules."""
     assert "urna.search.corpus" in _graph()["urna"]
+
+
+# --- the search surface is declared once ---------------------------------------------------
+
+FILTER_PARTS = {"source", "section", "where"}
+# What a Query is beyond its text, vector and k (search/request.py).
+QUERY_PARTS = FILTER_PARTS | {
+    "mode", "fusion", "candidates", "ef", "hops", "space", "expect_model_hash", "model_path",
+}  # fmt: skip
+# Where the query's parameters are declared: the Query value, the filter it builds, and the
+# public methods of Corpus and Collection (written once for both).
+CORE = {"search/request.py", "search/filters.py", "search/api.py"}
+# Wire schemas a protocol reads off a signature: the MCP search tool (agents see its
+# parameters flat); it hands them to query_from at once.
+WIRE = {("server/mcp.py", "search")}
+
+
+def surface_violations(root: Path) -> list[str]:
+    """Functions outside the core that list a query's parameters one by one: two or more of
+    its filter parts, or three or more of its parts."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name in CORE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if (name, node.name) in WIRE:
+                continue
+            a = node.args
+            params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+            if len(params & FILTER_PARTS) >= 2 or len(params & QUERY_PARTS) >= 3:
+                found.append(f"{name}: {node.name}({', '.join(sorted(params & QUERY_PARTS))})")
+    return found
+
+
+def test_the_search_surface_is_declared_once() -> None:
+    assert not surface_violations(SRC)
+
+
+def test_the_surface_check_sees_a_planted_violation(tmp_path: Path) -> None:
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "api.py").write_text("def search(source, section, where): ...\n")
+    (tmp_path / "cli.py").write_text(
+        "def search_text(file, text, k, source=None, section=None):\n    ...\n"
+        "def fine(file, kept):\n    ...\n"
+    )
+    (tmp_path / "shard.py").write_text("def graph_top(q, k, hops, ef, mode, kept): ...\n")
+    assert surface_violations(tmp_path) == [
+        "cli.py: search_text(section, source)",
+        "shard.py: graph_top(ef, hops, mode)",
+    ]

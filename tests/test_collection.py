@@ -15,6 +15,7 @@ import urna
 from tests.conftest import assert_error, needs_models, run
 from tests.server_helpers import Server, q
 from urna.format.catalog import CATALOG, read_catalog
+from urna.search.core import Searcher
 
 pytestmark = needs_models
 TOPICS = {
@@ -120,7 +121,7 @@ def test_bm25_statistics_are_global(collection: Path) -> None:
             (
                 h.score
                 for s in col.shards
-                for h in s.corpus.search_text(query, k=5, mode="text").hits
+                for h in Searcher([s]).run(urna.Query(text=query, k=5, mode="text")).hits
             ),
             reverse=True,
         )[:5]

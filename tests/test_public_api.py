@@ -19,6 +19,7 @@ EXPECTED = {
     "IntegrityError",
     "ModelError",
     "ModelGateError",
+    "Query",
     "QueryError",
     "SearchResult",
     "Searchable",

@@ -35,6 +35,7 @@ from urna.search.corpus import Corpus
 from urna.search.info import Section
 from urna.search.opening import open_path as open
 from urna.search.protocol import Searchable
+from urna.search.request import Query
 from urna.search.result import Hit, SearchResult
 
 __version__ = "0.1.0"
@@ -54,6 +55,7 @@ __all__ = [
     "IntegrityError",
     "ModelError",
     "ModelGateError",
+    "Query",
     "QueryError",
     "SearchResult",
     "Searchable",

@@ -93,6 +93,7 @@ def recipe(
         "rerank_copy": spec.rerank_copy,
         "compress": spec.compress,
         "metadata": spec.metadata,
+        "fields": spec.fields.to_json(),
         "spaces": spec.spaces,
         "source_root": root,
     }

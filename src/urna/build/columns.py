@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from urna.errors import BuildError
+from urna.format.fields import checked_fields
 from urna.format.identity import chunk_id_of, chunker_tail
 
 U64_MAX = (1 << 64) - 1
@@ -27,6 +28,7 @@ class ChunkInput:
     section_path: str = ""  # e.g. "Guide / Install / Linux"
     page: int = 0  # 1-based page of a paged source, 0 where none
     source_ordinal: int = 0  # 1-based position of the chunk within its source, 0 if unknown
+    metadata: Mapping[str, Any] | None = None  # typed fields (``format/fields.py``)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Columns:
     section_paths: list[bytes] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
     source_ordinals: list[int] = field(default_factory=list)
+    fields: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -79,10 +82,17 @@ def collect(items: Sequence[ChunkInput | Mapping[str, Any]], chunker_version: st
         cols.section_paths.append(section_path.encode("utf-8"))
         cols.pages.append(_u32(_field(chunk, "page", i), "page", i))
         cols.source_ordinals.append(_u32(_field(chunk, "source_ordinal", i), "source_ordinal", i))
+        cols.fields.append(checked_fields(_field(chunk, "metadata", i), f"chunk {i}"))
     return cols
 
 
-_OPTIONAL = {"embedding": None, "section_path": "", "page": 0, "source_ordinal": 0}
+_OPTIONAL = {
+    "embedding": None,
+    "section_path": "",
+    "page": 0,
+    "source_ordinal": 0,
+    "metadata": None,
+}
 
 
 def _field(chunk: ChunkInput | Mapping[str, Any], name: str, i: int) -> Any:

@@ -15,6 +15,7 @@ import numpy as np
 
 from urna import __version__
 from urna.build.discover import Found, discover
+from urna.build.fields import FieldRules
 from urna.build.spec import BuildSpec, resolved
 from urna.build.write import BuildResult, build
 from urna.embed.base import Embedder, cache_dir
@@ -202,7 +203,8 @@ def _load_and_chunk(
     report(f"discover: {len(files)} files")
     summary.timings["discover"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    docs = [doc for _, loaded in load_files(files, summary, warn) for doc in loaded]
+    loaded_files = load_files(files, summary, warn, spec.fields)
+    docs = [doc for _, loaded in loaded_files for doc in loaded]
     docs.sort(key=canonical_order)
     spans = [
         span
@@ -230,13 +232,20 @@ def canonical_order(doc: Document) -> bytes:
 
 
 def load_files(
-    files: list[Found], summary: BuildSummary | None, warn: Report
+    files: list[Found],
+    summary: BuildSummary | None,
+    warn: Report,
+    rules: FieldRules | None = None,
 ) -> list[tuple[Found, list[Document]]]:
-    """Each readable file's documents; a file that cannot be read is reported and skipped."""
+    """Each readable file's documents, their metadata as the spec's rules leave it
+    (``build/fields.py``); a file that cannot be read is reported and skipped."""
     out = []
+    rules = rules or FieldRules()
     for found in files:
         try:
             docs = load(found.path, found.source_uri)
+            for doc in docs:
+                doc.metadata = rules.apply(doc)
         except (UrnaError, ValueError, OSError) as exc:
             reason = str(exc) or type(exc).__name__
         except Exception as exc:  # a parser library's own error on a malformed file
@@ -312,6 +321,7 @@ def write_spans(
             "section_path": s.section_path,
             "page": s.page,
             "source_ordinal": s.source_ordinal,
+            "metadata": s.metadata,
         }
         for s in spans
     ]

@@ -129,7 +129,7 @@ def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], i
     lo, hi = task.buckets
     docs = []
     files = 0
-    for _, loaded in load_files(list(task.files), None, lambda _: None):
+    for _, loaded in load_files(list(task.files), None, lambda _: None, task.spec.fields):
         mine = [d for d in loaded if lo <= bucket_of(d.source_uri, task.n_buckets) < hi]
         files += bool(mine)
         docs.extend(mine)

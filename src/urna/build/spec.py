@@ -32,6 +32,11 @@ exclude = ["drafts/**"]
 
 [metadata]
 description = "..."          # title, description, version, license, authors
+drop = ["draft"]             # document fields to leave out; rename = { old = "new" }
+
+[[metadata.set]]             # fields set on every document under a path
+path = "papers/"
+fields = { kind = "paper" }
 ```
 """
 
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from urna.build.fields import RULE_KEYS, FieldRules, parse_rules
 from urna.build.write import DTYPES
 from urna.embed.registry import DEFAULT_MODEL
 from urna.errors import BuildError
@@ -75,6 +81,7 @@ class BuildSpec:
     spaces: tuple[tuple[str, str], ...] = ()  # (space name, model name): extra embedding spaces
     shards: int | None = None  # a collection of this many shards (output is then a folder)
     metadata: dict[str, Any] = field(default_factory=dict)
+    fields: FieldRules = field(default_factory=FieldRules)  # [metadata] set, rename, drop
 
 
 def _table(doc: dict[str, Any], key: str, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -171,7 +178,8 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     out = _table(doc, "output", ("path", "dtype", "compress", "title", "shards"))
     model = _table(doc, "model", ("name", "path"))
     chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
-    metadata = _table(doc, "metadata", METADATA_KEYS)
+    metadata = dict(_table(doc, "metadata", METADATA_KEYS + RULE_KEYS))
+    rules = parse_rules({k: metadata.pop(k) for k in RULE_KEYS if k in metadata})
     index = _table(doc, "index", ("preset", "bm25", "rerank_copy"))
     sources_raw = doc.get("sources")
     if not isinstance(sources_raw, list) or not sources_raw:
@@ -231,6 +239,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
         spaces=tuple(spaces),
         metadata=meta,
+        fields=rules,
         shards=shards,
     )
 

@@ -18,6 +18,7 @@ from urna.errors import BuildError
 from urna.format import embeddings as emb
 from urna.format import manifest as manifest_rules
 from urna.format import sections as payloads
+from urna.format.fields import encode_fields, records_of
 from urna.format.identity import citation_id, content_hash
 from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
 from urna.format.reader import Container
@@ -42,6 +43,7 @@ ZSTD_SECTIONS = (
     SectionId.PROVENANCE,
     SectionId.SEARCH_CONTRACT,
     SectionId.CHUNK_META,
+    SectionId.CHUNK_FIELDS,
 )
 
 
@@ -142,10 +144,7 @@ def build(
     stored.update(_space_sections(spaces, n))
     if rerank_copy and dtype != "float32":
         stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
-    if cols.has_meta:
-        stored[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
-            cols.section_paths, cols.pages, cols.source_ordinals
-        )
+    stored.update(_chunk_sections(cols))
     sections = _encode(stored, dtype, compression)
     size = write_container(path, manifest, sections, dim=dim, n_chunks=n, n_embeddings=n)
     with Container(path) as written:  # what was written must open with every check
@@ -158,6 +157,18 @@ def build(
         content_hash=content_hash((section_name(sid), data) for sid, data in decoded.items()),
         chunk_ids=cols.ids,
     )
+
+
+def _chunk_sections(cols: Columns) -> dict[int, bytes]:
+    """0x10 chunk_meta and 0x11 chunk_fields, when any chunk has something to keep there."""
+    out: dict[int, bytes] = {}
+    if cols.has_meta:
+        out[SectionId.CHUNK_META] = payloads.encode_chunk_meta(
+            cols.section_paths, cols.pages, cols.source_ordinals
+        )
+    if any(cols.fields):
+        out[SectionId.CHUNK_FIELDS] = encode_fields(*records_of(cols.fields))
+    return out
 
 
 def _check_options(

@@ -3,6 +3,7 @@ a corpus, and printing a result."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -125,20 +126,70 @@ model_path_option = click.option(
 )
 
 
-def filter_options(command: F) -> F:
-    """--source GLOB and --section PREFIX: rank only the chunks they keep."""
-    command = click.option(
+QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "k": k_option,
+    "mode": mode_option,
+    "fusion": fusion_option,
+    "candidates": click.option(
+        "--candidates",
+        type=int,
+        default=None,
+        help="Candidates per method before fusion (default max(4k, 64)).",
+    ),
+    "ef": click.option(
+        "--ef",
+        type=int,
+        default=100,
+        show_default=True,
+        help="HNSW candidates to rerank (search-ann); exact seeds (search-graph).",
+    ),
+    "hops": click.option(
+        "--hops", type=int, default=1, show_default=True, help="Graph steps from the seeds."
+    ),
+    "space": click.option("--space", required=True, help="Name of the embedding space."),
+    "expect_model_hash": click.option(
+        "--expect-model-hash", default=None, help="Refuse unless the space has this hash."
+    ),
+    "model_path": model_path_option,
+    "source": click.option(
+        "--source",
+        default=None,
+        metavar="GLOB",
+        help="Only chunks whose source path matches GLOB, as .gitignore reads it: 'taxes*' "
+        "matches at any depth, 'docs/**/*.md' under docs.",
+    ),
+    "section": click.option(
         "--section",
         default=None,
         metavar="PREFIX",
         help="Only chunks whose section path starts with PREFIX (e.g. 'Guide / Install').",
-    )(command)
-    return click.option(
-        "--source",
+    ),
+    "where": click.option(
+        "--where",
         default=None,
-        metavar="GLOB",
-        help="Only chunks whose source_uri matches GLOB (e.g. 'docs/*.md').",
-    )(command)
+        metavar="JSON",
+        help='Only chunks whose metadata passes this filter, e.g. \'{"year": {"$gte": 2020}}\' '
+        "(operators $eq $ne $gt $gte $lt $lte $in $nin $contains $exists $and $or $not).",
+    ),
+}
+FILTERS = ("source", "section", "where")
+
+
+def query_options(*names: str) -> Callable[[F], F]:
+    """The options of these parts of a query (``urna.Query``), handed to the verb as one
+    mapping ``asked``: no verb lists a query's parameters one by one."""
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            asked = {name: kwargs.pop(name) for name in names}
+            return command(*args, asked=asked, **kwargs)
+
+        for name in reversed(names):
+            wrapper = QUERY_OPTIONS[name](wrapper)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def library_paths(paths: tuple[Path, ...], names: tuple[str, ...], *, default: bool) -> list[Path]:

@@ -12,24 +12,14 @@ import json
 import os
 import posixpath
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
-from urna.cli.common import (
-    file_argument,
-    file_command,
-    filter_options,
-    fusion_option,
-    model_path_option,
-    open_corpus,
-    out,
-)
-from urna.index.tokenize import tokenize
+from urna.cli.common import FILTERS, file_argument, file_command, open_corpus, out, query_options
+from urna.search.request import query_from
 from urna.search.result import Hit, SearchResult
 from urna.search.snippet import plain, snippet, term_pattern
-from urna.search.text import MODES
 
 PATH_WIDTH = 48
 METHODS = (("vector", 2), ("text", 1))  # the fused methods, each score's decimals
@@ -74,7 +64,7 @@ def hit_snippet(hit: Hit, terms: list[str]) -> str:
 
 
 def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
-    terms = tokenize(query)
+    terms = result.terms
     fused = result.mode == "hybrid"
     blocks = []
     for h in result.hits:
@@ -88,7 +78,12 @@ def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
             f"{head}\n{indent}{hit_snippet(h, terms)}\n{indent}{_style(h.citation_id, dim=True)}"
         )
     if not blocks:
-        blocks.append(f"No chunk matches {query!r}.")
+        kept_none = result.n_searched == 0 and result.note
+        blocks.append(
+            f"{result.note[0].upper()}{result.note[1:]}."
+            if kept_none
+            else f"No chunk matches {query!r}."
+        )
     n = len(result.hits)
     blocks.append(f"({n} result(s), {result.mode}, {elapsed_ms:.0f} ms)")
     return "\n\n".join(blocks)
@@ -121,45 +116,17 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @click.option(
     "-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Results."
 )
-@click.option(
-    "--mode",
-    type=click.Choice(MODES),
-    default="auto",
-    show_default=True,
-    help="auto: everything the file has (hybrid when it can); hybrid, vector or text.",
-)
-@fusion_option
-@model_path_option
-@filter_options
+@query_options("mode", "fusion", "model_path", *FILTERS)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
-def find(
-    file: str,
-    query: str,
-    limit: int,
-    mode: str,
-    fusion: str | None,
-    model_path: Path | None,
-    source: str | None,
-    section: str | None,
-    as_json: bool,
-) -> None:
+def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
     """Search a file, a collection or a library corpus (-l NAME) and read the answers: each
     hit's place, a snippet around the query's words, and its citation."""
     t0 = time.perf_counter()
     with open_corpus(file) as corpus:
-        result = corpus.search_text(
-            query,
-            k=limit,
-            mode=mode,
-            fusion=fusion,
-            model_path=model_path,
-            source=source,
-            section=section,
-        )
+        result = corpus.run(query_from(text=query, k=limit, **asked))
     elapsed_ms = (time.perf_counter() - t0) * 1000
     if as_json:
-        terms = tokenize(query)
-        records = [record(h, result.mode == "hybrid", terms) for h in result.hits]
+        records = [record(h, result.mode == "hybrid", result.terms) for h in result.hits]
         out(json.dumps(records, ensure_ascii=False, indent=2))
         return
     out(render(result, query, elapsed_ms))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
-from urna.search.corpus import Corpus
+from urna.search.fileshard import FileShard as Corpus
 from urna.search.protocol import Searchable
 from urna.search.result import SearchResult
-from urna.search.shard import LocalShard
 
 KEY_WIDTH = 14
 
@@ -34,6 +33,7 @@ def hit_block(result: SearchResult) -> str:
         kv("k_requested", result.k_requested),
         kv("k_returned", result.k_returned),
         kv("query_time", f"{result.query_time_ms:.3f} ms"),
+        *([kv("note", result.note)] if result.n_searched == 0 and result.note else []),
         "hits:",
     ]
     for h in result.hits:
@@ -105,8 +105,18 @@ def stats(corpus: Corpus) -> str:
     for s in sections:
         lines.append(f"  0x{s.id:02X} {s.name} encoding={s.encoding} {s.size} bytes")
     lines += _space_lines(corpus)
+    lines += field_lines(corpus.schema())
     lines += _hash_lines(corpus)
     return "\n".join(lines)
+
+
+def field_lines(schema: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The metadata fields a where-filter can name, with their types and chunk counts."""
+    out = [kv("fields", len(schema))]
+    for name, kinds in schema.items():
+        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        out.append(f"  {name}: {shown}")
+    return out
 
 
 def _space_lines(corpus: Corpus) -> list[str]:
@@ -132,6 +142,7 @@ def inspect(corpus: Corpus) -> str:
     lines += _space_lines(corpus)
     lines.append(kv("provenance", _compact(corpus.provenance)))
     lines += _hash_lines(corpus)
+    lines += field_lines(corpus.schema())
     return "\n".join(lines)
 
 
@@ -197,7 +208,8 @@ def ask(result: SearchResult, *, explain: bool) -> str:
             "",
         ]
     if not result.hits:
-        lines.append("no hits.")
+        kept_none = result.n_searched == 0 and result.note
+        lines.append(f"no hits: {result.note}." if kept_none else "no hits.")
     for h in result.hits:
         lines += [h.text, f"  -- {h.citation_id} ({h.source_uri})", ""]
     return "\n".join(lines).rstrip("\n") + ("\n" if result.hits else "")
@@ -267,6 +279,7 @@ def collection_lines(collection: Collection) -> list[str]:
             )
     if c.superseded:
         lines.append(kv("superseded", len(c.superseded)))
+    lines += field_lines(collection.fields())
     return lines
 
 
@@ -277,8 +290,8 @@ def collection_stats(collection: Collection) -> str:
 def collection_inspect(collection: Collection) -> str:
     lines = collection_lines(collection)
     for shard in collection.shards:
-        if isinstance(shard, LocalShard):
-            lines += ["", inspect(shard.corpus)]
+        if isinstance(shard, Corpus):
+            lines += ["", inspect(shard)]
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from urna.errors import BuildError
 from urna.evaluate.metrics import mean, mrr_at, ndcg_at, recall_at
 from urna.search.protocol import Searchable as Corpus
+from urna.search.request import Query
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def mode_search(
     mode: str, fusion: str | None = None
 ) -> Callable[[Corpus, str, int], list[tuple[str, float]]]:
     def search(corpus: Corpus, text: str, k: int) -> list[tuple[str, float]]:
-        result = corpus.search_text(text, k=min(k, corpus.n_chunks), mode=mode, fusion=fusion)
+        result = corpus.run(Query(text=text, k=min(k, corpus.n_chunks), mode=mode, fusion=fusion))
         return [(h.source_uri, h.score) for h in result.hits]
 
     return search

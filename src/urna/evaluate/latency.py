@@ -18,6 +18,7 @@ import numpy as np
 
 from urna.evaluate.metrics import percentile
 from urna.search.protocol import Searchable as Corpus
+from urna.search.request import Query
 
 
 @dataclass
@@ -69,17 +70,30 @@ def run_benchmark(
         for i in sample
     ]
     report = BenchmarkReport(str(corpus.path), corpus.n_chunks, k)
-    report.paths.append(_time("exact", vectors, lambda q: corpus.search(q, k=k)))
+    report.paths.append(
+        _time("exact", vectors, lambda q: corpus.run(Query(vector=q, k=k, method="exact")))
+    )
     if corpus.has_ann_index:
-        report.paths.append(_time("hnsw", vectors, lambda q: corpus.search_ann(q, k=k, ef=ef)))
+        report.paths.append(
+            _time("hnsw", vectors, lambda q: corpus.run(Query(vector=q, k=k, method="ann", ef=ef)))
+        )
         found = 0
         for q in vectors:
-            exact = {h.ordinal for h in corpus.search(q, k=k).hits}
-            found += len(exact & {h.ordinal for h in corpus.search_ann(q, k=k, ef=ef).hits})
+            exact = {h.ordinal for h in corpus.run(Query(vector=q, k=k, method="exact")).hits}
+            found += len(
+                exact
+                & {h.ordinal for h in corpus.run(Query(vector=q, k=k, method="ann", ef=ef)).hits}
+            )
         report.ann_recall = found / (k * len(vectors))
     if corpus.has_graph_index:
-        report.paths.append(_time("graph", vectors, lambda q: corpus.search_graph(q, k=k, ef=ef)))
+        report.paths.append(
+            _time(
+                "graph", vectors, lambda q: corpus.run(Query(vector=q, k=k, method="graph", ef=ef))
+            )
+        )
     if corpus.has_text_index:
         texts = [" ".join(corpus.chunk(int(i)).text.split()[:8]) for i in sample]
-        report.paths.append(_time("bm25", texts, lambda t: corpus.search_text(t, k=k, mode="text")))
+        report.paths.append(
+            _time("bm25", texts, lambda t: corpus.run(Query(text=t, k=k, mode="text")))
+        )
     return report

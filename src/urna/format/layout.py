@@ -86,6 +86,7 @@ class SectionId(enum.IntEnum):
     EMBEDDINGS_FP = 0x09
     GRAPH_ADJACENCY = 0x0C
     CHUNK_META = 0x10  # this implementation's own: section path, page, ordinal per chunk
+    CHUNK_FIELDS = 0x11  # this implementation's own: each chunk's typed metadata
     SPACE_TABLE = 0x15
 
 

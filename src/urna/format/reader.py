@@ -31,6 +31,7 @@ from urna.errors import FormatError
 from urna.format import checks
 from urna.format import embeddings as emb
 from urna.format.checks import fail, mismatch
+from urna.format.fields import decode_fields
 from urna.format.identity import content_hash as hash_content
 from urna.format.layout import (
     ALIGN,
@@ -49,6 +50,7 @@ from urna.format.layout import (
     VERSION_MAJOR,
     VERSION_MINOR,
     Encoding,
+    SectionId,
     is_embedding_section,
     section_label,
     section_name,
@@ -331,6 +333,11 @@ class Container:
         self.texts = canonical.texts
         self.spans = canonical.spans
         self.chunk_meta = canonical.chunk_meta
+        self.chunk_fields = (
+            decode_fields(self.payload(SectionId.CHUNK_FIELDS), n)
+            if SectionId.CHUNK_FIELDS in entries
+            else None
+        )
         self.provenance = canonical.provenance
         if nan_walk:
             checks.check_finite(self.matrix, [(sp, self.space_matrix(sp)) for sp in self.spaces])

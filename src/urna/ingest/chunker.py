@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from urna.ingest.document import Document
 
@@ -49,6 +50,7 @@ class ChunkSpan:
     section_path: str
     page: int
     source_ordinal: int  # 1-based, within its source
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 def _split(
@@ -260,6 +262,7 @@ def chunk_document(
                 section_path=" / ".join(group[-1].section),
                 page=group[0].page,
                 source_ordinal=len(chunks) + 1,
+                metadata=doc.metadata,
             )
         )
         i += 1

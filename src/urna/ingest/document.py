@@ -11,6 +11,7 @@ reproduces from the same source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 BLOCK_KINDS = ("heading", "paragraph", "list_item", "table", "code")
 
@@ -32,6 +33,7 @@ class Document:
     data: bytes
     derived: bool
     blocks: list[Block] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # typed (``ingest/metadata.py``)
 
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8")
@@ -60,5 +62,8 @@ class Assembler:
         self._size += len(raw)
         self.blocks.append(Block(kind, start, self._size, level, title, page))
 
-    def document(self, source_uri: str, kind: str) -> Document:
-        return Document(source_uri, kind, b"".join(self._parts), True, self.blocks)
+    def document(
+        self, source_uri: str, kind: str, metadata: dict[str, Any] | None = None
+    ) -> Document:
+        data = b"".join(self._parts)
+        return Document(source_uri, kind, data, True, self.blocks, dict(metadata or {}))

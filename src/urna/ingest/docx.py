@@ -6,6 +6,7 @@ import io
 import re
 
 from urna.ingest.document import Assembler, Document
+from urna.ingest.metadata import typed
 
 _HEADING = re.compile(r"^(?:Heading|heading)\s*(\d)$")
 
@@ -36,4 +37,6 @@ def load_docx(data: bytes, source_uri: str) -> Document:
             table = Table(child, document)
             rows = [" | ".join(cell.text.strip() for cell in row.cells) for row in table.rows]
             out.add("table", "\n".join(r for r in rows if r.strip(" |")))
-    return out.document(source_uri, "docx")
+    props = document.core_properties
+    raw = {"title": props.title, "author": props.author, "created": props.created}
+    return out.document(source_uri, "docx", typed(raw))

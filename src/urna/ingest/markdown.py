@@ -5,6 +5,7 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 
 from urna.ingest.document import Block, Document
+from urna.ingest.metadata import front_matter
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _CONTAINERS = {
@@ -27,7 +28,13 @@ def _line_starts(data: bytes) -> list[int]:
 
 
 def load_markdown(data: bytes, source_uri: str) -> Document:
+    """Blocks with file-byte spans; YAML front matter becomes metadata, not text (its lines
+    are parsed as blank, so every span stays a range of the file's own bytes)."""
     text = data.decode("utf-8")
+    fm_end, fields = front_matter(data, source_uri)
+    if fm_end:
+        head = data[:fm_end].decode("utf-8")
+        text = "\n" * head.count("\n") + text[len(head) :]
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = _line_starts(data)
@@ -55,4 +62,4 @@ def load_markdown(data: bytes, source_uri: str) -> Document:
             start, end = span(*tok.map)
             if end > start:
                 blocks.append(Block(_CONTAINERS[tok.type], start, end))
-    return Document(source_uri, "markdown", data, False, blocks)
+    return Document(source_uri, "markdown", data, False, blocks, fields)

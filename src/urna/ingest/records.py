@@ -5,6 +5,10 @@ and an id (``_id``, then ``id``; else its line number): the BEIR layout of
 ``corpus.jsonl`` included. A CSV record is a row; the header names columns,
 and the text is one ``column: value`` line per non-empty cell (an ``id`` or
 ``_id`` column names the record, else the row number).
+
+Metadata (``ingest/metadata.py``): a JSONL record's every top-level field but ``text`` and the
+id (``title`` included); a CSV row's every column but the id, each column typed when all its
+cells parse as one type (integer, float, boolean, date), else string.
 """
 
 from __future__ import annotations
@@ -12,18 +16,24 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any
 
 from urna.errors import BuildError
 from urna.ingest.document import Assembler, Document
+from urna.ingest.metadata import cell, column_types, typed
+
+ID_FIELDS = ("_id", "id")
 
 
-def _record(source_uri: str, rid: str, kind: str, title: str, text: str) -> Document:
+def _record(
+    source_uri: str, rid: str, kind: str, title: str, text: str, fields: dict[str, Any]
+) -> Document:
     out = Assembler()
     if title.strip():
         out.add("heading", title, level=1, title=title.strip())
     for part in text.split("\n\n"):
         out.add("paragraph", part)
-    return out.document(f"{source_uri}#{rid}", kind)
+    return out.document(f"{source_uri}#{rid}", kind, fields)
 
 
 def load_jsonl(data: bytes, source_uri: str) -> list[Document]:
@@ -43,7 +53,9 @@ def load_jsonl(data: bytes, source_uri: str) -> list[Document]:
             raise BuildError(f"{source_uri} line {number}: id {rid!r} appears twice")
         seen.add(rid)
         title = obj.get("title") if isinstance(obj.get("title"), str) else ""
-        doc = _record(source_uri, rid, "jsonl", title or "", obj["text"])
+        rest = {k: v for k, v in obj.items() if k != "text" and k not in ID_FIELDS}
+        fields = typed(rest, strings_as_dates=True)
+        doc = _record(source_uri, rid, "jsonl", title or "", obj["text"], fields)
         if doc.blocks:
             docs.append(doc)
     return docs
@@ -54,15 +66,20 @@ def load_csv(data: bytes, source_uri: str) -> list[Document]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise BuildError(f"{source_uri}: a CSV file needs a header row")
+    rows = list(reader)
+    names = [c for c in reader.fieldnames if c not in ID_FIELDS]
+    kinds = column_types(rows, names)
     docs = []
-    for number, row in enumerate(reader, 1):
+    for number, row in enumerate(rows, 1):
         rid = str(row.get("_id") or row.get("id") or f"row={number}")
         lines = [
             f"{k}: {v.strip()}"
             for k, v in row.items()
             if k not in (None, "id", "_id") and isinstance(v, str) and v.strip()
         ]
-        doc = _record(source_uri, rid, "csv", "", "\n".join(lines))
+        values = {c: cell(row[c], kinds[c]) for c in names if isinstance(row.get(c), str)}
+        fields = {c: v for c, v in values.items() if v is not None}
+        doc = _record(source_uri, rid, "csv", "", "\n".join(lines), fields)
         if doc.blocks:
             docs.append(doc)
     return docs

@@ -30,6 +30,7 @@ from urna import library
 from urna.errors import QueryError
 from urna.search.opening import open_path
 from urna.search.protocol import Searchable
+from urna.search.request import query_from
 from urna.search.result import Hit
 from urna.search.text import MODES
 
@@ -58,6 +59,9 @@ def document(hit: Hit) -> Document:
     )
 
 
+SETTINGS = ("k", "mode", "fusion", "source", "section", "where")  # the Query parts it sets
+
+
 class UrnaRetriever(BaseRetriever):
     """Retrieves chunks from ``path`` (a .urna file or collection folder) or from the corpus
     ``corpus_name`` of the library, with the file's own model, BM25, or both fused (``mode``)."""
@@ -69,6 +73,7 @@ class UrnaRetriever(BaseRetriever):
     fusion: str | None = None
     source: str | None = None
     section: str | None = None
+    where: dict[str, Any] | None = None  # a where-filter on metadata
 
     _corpus: Searchable | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -101,16 +106,9 @@ class UrnaRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        unknown = set(overrides) - {"k", "mode", "fusion", "source", "section"}
+        unknown = set(overrides) - set(SETTINGS)
         if unknown:
             raise QueryError(f"unknown retriever arguments: {', '.join(sorted(unknown))}")
-        settings = {
-            "k": self.k,
-            "mode": self.mode,
-            "fusion": self.fusion,
-            "source": self.source,
-            "section": self.section,
-            **overrides,
-        }
-        result = self.corpus.search_text(query, **settings)
+        settings = {name: getattr(self, name) for name in SETTINGS} | overrides
+        result = self.corpus.run(query_from(text=query, **settings))
         return [document(h) for h in result.hits]

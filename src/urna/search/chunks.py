@@ -94,6 +94,12 @@ class ChunkStore:
         return [uris[i] for i in range(self.n)]
 
     @cached_property
+    def pages(self) -> np.ndarray:
+        """Every chunk's page (0 where the source is not paged), in file order."""
+        meta = self._c.chunk_meta
+        return np.zeros(self.n, np.int64) if meta is None else meta.pages.astype(np.int64)
+
+    @cached_property
     def section_paths(self) -> list[str]:
         """Every chunk's section path, in file order ("" where the file has none)."""
         meta = self._c.chunk_meta

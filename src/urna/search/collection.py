@@ -1,19 +1,14 @@
 """A collection: many ordinary .urna files (shards) and a catalog, answering as one file.
 
-Every search asks each shard and merges: exact vectors by score; BM25 in two rounds (each
-shard reports its document count, total length and the query terms' document frequencies,
-then every shard scores with the collection's statistics, as Elasticsearch's
-dfs_query_then_fetch does); hybrid merges each method, then fuses; HNSW and the chunk graph
-per shard, reranked exactly, merged. Ordinals are global (shard after shard, in catalog
-order); ties break by source_uri, then ordinal (``search/order.py``), as in one file of the
-same sources. A hit's
-citation names its shard's content_hash; the collection resolves it through the catalog.
+Searches run in the core (``search/core.py``) over the shards, as a file's run over its one
+shard: the same code merges, so a collection answers as one file of the same sources.
+Ordinals are global (shard after shard, in catalog order). A hit's citation names its
+shard's content_hash; the collection resolves it through the catalog.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,27 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import Embedder
-from urna.embed.gate import check_gate
-from urna.embed.registry import resolve_query
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog
 from urna.format.partition import bucket_of
-from urna.index.bm25 import TermStats, TextHits
-from urna.index.tokenize import tokenize, tokenizer_for
+from urna.search.api import SearchAPI
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
-from urna.search.corpus import Vector
+from urna.search.core import Searcher
 from urna.search.fusion import FusionParams
-from urna.search.merge import merge_hits, merge_top
-from urna.search.query import check_k, prepare
-from urna.search.result import Hit, SearchResult
 from urna.search.shard import Shard
-from urna.search.textquery import Candidates, TextSearching
 
 
-class Collection(TextSearching):
+class Collection(SearchAPI):
     """A collection folder opened for reading. Create it with :func:`urna.open`."""
 
     def __init__(
@@ -51,7 +38,8 @@ class Collection(TextSearching):
         self.catalog = catalog
         self.version = version
         self.shards = list(shards)
-        self._offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
+        self._searcher = Searcher(self.shards)
+        self._offsets = self._searcher.offsets
         self._by_hash = {s.facts.content_hash: i for i, s in enumerate(self.shards)}
         first = self.shards[0].facts
         self.manifest: dict[str, Any] = first.manifest
@@ -118,155 +106,9 @@ class Collection(TextSearching):
         s, local = self._locate(i)
         return self.shards[s].embedding(local)
 
-    # --- search --------------------------------------------------------------
-
-    def _offset(self, s: int) -> int:
-        return int(self._offsets[s])
-
-    def search(
-        self, query: Vector, k: int = 10, *, source: str | None = None, section: str | None = None
-    ) -> SearchResult:
-        """Exact cosine over every shard (or the chunks the filters keep), merged."""
-        t0 = time.perf_counter()
-        k = check_k(k)
-        q = prepare(query, self.dim)
-        where = self.candidates(source, section)
-        idx, scores = where.vector_top(q, k)  # merged in the one order
-        hits = self.make_hits(idx, scores, index_type="exact")
-        elapsed = (time.perf_counter() - t0) * 1000
-        return SearchResult("exact", 1.0, k, where.n_searched, elapsed, hits)
-
-    def _merged(self, run: str, k: int, **kwargs: Any) -> SearchResult:
-        """Each shard's own search (``run`` names the Corpus method), merged."""
-        k = check_k(k)
-        results = [shard.search(run, k=k, **kwargs) for shard in self.shards]
-        hits = merge_hits([(self._offset(s), r.hits) for s, r in enumerate(results)], k)
-        first = results[0]
-        total = sum(r.query_time_ms for r in results)
-        searched = sum(r.n_searched for r in results)
-        return replace(first, hits=hits, n_searched=searched, query_time_ms=total)
-
-    def search_ann(
-        self,
-        query: Vector,
-        k: int = 10,
-        *,
-        ef: int = 100,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult:
-        """Each shard's HNSW candidates, reranked exactly there, merged."""
-        return self._merged("search_ann", k, query=query, ef=ef, source=source, section=section)
-
-    def search_graph(
-        self,
-        query: Vector,
-        k: int = 10,
-        *,
-        hops: int = 1,
-        ef: int = 100,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult:
-        return self._merged(
-            "search_graph", k, query=query, hops=hops, ef=ef, source=source, section=section
-        )
-
-    def search_space(
-        self,
-        query: Vector,
-        space: str,
-        k: int = 10,
-        *,
-        expect_model_hash: str | None = None,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult:
-        return self._merged(
-            "search_space",
-            k,
-            query=query,
-            space=space,
-            expect_model_hash=expect_model_hash,
-            source=source,
-            section=section,
-        )
-
-    def embedder(self, *, model_path: str | os.PathLike[str] | None = None) -> Embedder:
-        found = resolve_query(self.model, model_path=model_path, download=False)
-        check_gate(found, self.manifest)
-        return found
-
-    def candidates(self, source: str | None, section: str | None) -> Candidates:
-        """Each method's best candidates over every shard, merged (ordinals are global)."""
-        shards = list(zip(self.shards, self._offsets[:-1].tolist(), strict=True))
-
-        def vector_top(q: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-            parts = []
-            for shard, offset in shards:
-                idx, scores = shard.vector_top(q, depth, source, section)
-                parts.append((idx + offset, scores))
-            return merge_top(parts, depth, self.source_uris)
-
-        tokenize_query = tokenizer_for(self.catalog.tokenizer_version or "") or tokenize
-
-        def text_top(text: str, depth: int) -> TextHits:
-            tokens = tokenize_query(text)
-            stats = TermStats.combine([s.term_stats(tokens) for s, _ in shards])  # round 1
-            parts = []
-            for shard, offset in shards:  # round 2: every shard scores with the global stats
-                idx, scores = shard.text_top(tokens, stats, depth, source, section)
-                parts.append((idx + offset, scores))
-            idx, scores = merge_top(parts, depth, self.source_uris)
-            return TextHits(idx, scores, tokens, stats.idf_sum(tokens))
-
-        searched = sum(s.count(source, section) for s in self.shards)
-        text = text_top if self.has_text_index else None
-        return Candidates(vector_top, text, searched, self.source_uris)
-
     def source_uris(self, ordinals: np.ndarray) -> list[str]:
         """The source_uri of each global ordinal (one call per shard holding any)."""
-        idx = np.asarray(ordinals, dtype=np.int64)
-        owner = np.searchsorted(self._offsets, idx, side="right") - 1
-        out = [""] * len(idx)
-        for s in np.unique(owner).tolist():
-            at = np.flatnonzero(owner == s)
-            found = self.shards[s].source_uris(idx[at] - self._offsets[s])
-            for j, uri in zip(at.tolist(), found, strict=True):
-                out[j] = uri
-        return out
-
-    def make_hits(
-        self,
-        idx: np.ndarray,
-        scores: np.ndarray,
-        *,
-        index_type: str,
-        score_type: str = "cosine",
-        ranks: Sequence[dict[str, dict[str, float]]] | None = None,
-        terms: Sequence[str] | None = None,
-        reranked: bool = False,
-        precision: str = "",
-    ) -> list[Hit]:
-        # One call per shard that holds any of the hits (one round trip for a remote shard).
-        owner = np.searchsorted(self._offsets, idx, side="right") - 1
-        out: list[Hit | None] = [None] * len(idx)
-        for s in np.unique(owner).tolist():
-            at = np.flatnonzero(owner == s)
-            made = self.shards[s].make_hits(
-                idx[at] - self._offsets[s],
-                scores[at],
-                index_type=index_type,
-                score_type=score_type,
-                ranks=[ranks[j] for j in at.tolist()] if ranks is not None else None,
-                terms=terms,
-                reranked=reranked,
-                precision=precision,
-            )
-            for j, hit in zip(at.tolist(), made, strict=True):
-                out[j] = replace(hit, rank=j + 1, ordinal=int(idx[j]))
-        hits = [h for h in out if h is not None]
-        return hits
+        return self._searcher.source_uris(ordinals)
 
     # --- citations and the whole picture -----------------------------------------
 
@@ -286,7 +128,7 @@ class Collection(TextSearching):
                 f"shard of this collection (version {self.version})"
             )
         chunk = self.shards[s].cite(str(cit))
-        return replace(chunk, ordinal=self._offset(s) + chunk.ordinal)
+        return replace(chunk, ordinal=int(self._offsets[s]) + chunk.ordinal)
 
     def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
         s, local = self._locate(chunk.ordinal)
@@ -323,6 +165,7 @@ class Collection(TextSearching):
         return AuditReport(self.n_chunks, sections, self.version, self.version)
 
     def close(self) -> None:
+        self._searcher.close()
         for shard in self.shards:
             shard.close()
 

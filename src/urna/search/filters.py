@@ -1,78 +1,96 @@
-"""Filters on where a chunk comes from, applied before ranking: a glob on its source_uri and a
-prefix of its section path. A filtered search ranks only the chunks the filter keeps, so it
-returns k hits whenever k such chunks exist (and, for BM25, match the query)."""
+"""What a query keeps, applied before ranking: a pattern on the source path (``--source``,
+``ingest/globs.py``), a prefix of the section path (``--section``) and a where-filter on
+metadata (``--where``, ``search/where.py``). A filtered search ranks only the chunks the
+filter keeps, so it returns k hits whenever k such chunks exist (and, for BM25, match)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from urna.errors import QueryError
-from urna.search.chunks import ChunkStore
-
-MAX_PATTERN = 500
+from urna.ingest.globs import MAX_PATTERN, PathGlob
+from urna.search.metadata import FieldColumns
+from urna.search.where import Group, Leaf, Negation, Node, Schema, check, parse_where
 
 
 @dataclass(frozen=True)
 class Filter:
-    """``source``: a glob (``*``, ``?``, ``[...]``) matched against the whole source_uri, case
-    sensitive; ``section``: a prefix of the section path (``Guide / Install``)."""
+    """``source``: a path pattern; ``section``: a section-path prefix (``Guide / Install``);
+    ``where``: a parsed where-filter. All that are given must hold."""
 
-    source: str | None = None
+    source: PathGlob | None = None
     section: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("source", "section"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if not isinstance(value, str) or not value:
-                raise QueryError(f"invalid {name} filter: expected a non-empty string")
-            if len(value) > MAX_PATTERN:
-                raise QueryError(f"{name} filter of {len(value)} characters, at most {MAX_PATTERN}")
+    where: Node | None = None
 
     @property
     def active(self) -> bool:
-        return self.source is not None or self.section is not None
+        return self.source is not None or self.section is not None or self.where is not None
 
-    def keeps(self, source_uri: str, section_path: str) -> bool:
-        return (self.source is None or fnmatchcase(source_uri, self.source)) and (
-            self.section is None or section_path.startswith(self.section)
-        )
+    def check(self, schema: Schema) -> None:
+        if self.where is not None:
+            check(self.where, schema)
 
 
-def make_filter(source: str | None = None, section: str | None = None) -> Filter | None:
-    """A filter, or None when neither part is given (an empty string counts as not given)."""
-    made = Filter(source or None, section or None)
+def make_filter(
+    source: str | None = None,
+    section: str | None = None,
+    where: str | Mapping[str, Any] | None = None,
+) -> Filter | None:
+    """A filter, or None when nothing is given (an empty string counts as not given)."""
+    if section is not None:
+        if not isinstance(section, str):
+            raise QueryError("invalid section filter: expected a string")
+        if len(section) > MAX_PATTERN:
+            raise QueryError(f"section filter of {len(section)} characters, at most {MAX_PATTERN}")
+    if source is not None and not isinstance(source, str):
+        raise QueryError("invalid source filter: expected a string")
+    made = Filter(PathGlob(source) if source else None, section or None, parse_where(where))
     return made if made.active else None
 
 
 class FilterIndex:
-    """The ordinals each filter keeps, computed once per filter (the 16 latest are kept)."""
+    """The ordinals each filter keeps in one file, computed once per filter (16 kept)."""
 
-    def __init__(self, store: ChunkStore) -> None:
-        self._store = store
+    def __init__(self, columns: FieldColumns) -> None:
+        self._columns = columns
         # Bounded: filters come from requests too; each entry is up to 8 bytes per chunk.
         self._allowed = lru_cache(maxsize=16)(self._compute)
 
-    def allowed(self, where: Filter | None) -> np.ndarray | None:
+    def allowed(self, kept: Filter | None) -> np.ndarray | None:
         """Sorted ordinals the filter keeps, or None for no filter (every chunk)."""
-        if where is None or not where.active:
+        if kept is None or not kept.active:
             return None
-        return self._allowed(where)
+        return self._allowed(kept)
 
-    def _compute(self, where: Filter) -> np.ndarray:
-        uris, paths = self._store.source_uris, self._store.section_paths
-        verdict: dict[tuple[str, str], bool] = {}
-        keep = np.zeros(self._store.n, dtype=bool)
-        for i, key in enumerate(zip(uris, paths, strict=True)):
-            ok = verdict.get(key)
-            if ok is None:
-                ok = verdict[key] = where.keeps(*key)
-            keep[i] = ok
+    def _compute(self, kept: Filter) -> np.ndarray:
+        cols = self._columns
+        keep = np.ones(cols.n, dtype=bool)
+        if kept.source is not None:
+            keep &= cols.mask(Leaf("source", "$glob", kept.source))
+        if kept.section is not None:
+            keep &= cols.mask(Leaf("section", "$prefix", kept.section))
+        if kept.where is not None:
+            keep &= self._mask(kept.where)
         out = np.flatnonzero(keep)
         out.flags.writeable = False
+        return out
+
+    def _mask(self, node: Node) -> np.ndarray:
+        if isinstance(node, Leaf):
+            return self._columns.mask(node)
+        if isinstance(node, Negation):
+            return ~self._mask(node.part)
+        assert isinstance(node, Group)
+        masks = [self._mask(part) for part in node.parts]
+        out = masks[0].copy()
+        for m in masks[1:]:
+            if node.op == "$and":
+                out &= m
+            else:
+                out |= m
         return out

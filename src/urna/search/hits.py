@@ -2,37 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
 from urna.search.chunks import ChunkStore
+from urna.search.metadata import FieldColumns
 from urna.search.result import Hit
+from urna.search.shard import HitSpec
 from urna.search.snippet import plain, snippet
 
 
 class HitMaker:
     """Turns (ordinals, scores) into hits for one file; the file's hashes are read once."""
 
-    def __init__(self, store: ChunkStore, model: str, file_hash: Callable[[], str]) -> None:
+    def __init__(
+        self, store: ChunkStore, columns: FieldColumns, model: str, file_hash: Callable[[], str]
+    ) -> None:
         self._store = store
+        self._columns = columns
         self._model = model
         self._file_hash = file_hash
 
-    def __call__(
-        self,
-        idx: np.ndarray,
-        scores: np.ndarray,
-        *,
-        index_type: str,
-        reranked: bool,
-        score_type: str = "cosine",
-        ranks: Sequence[dict[str, dict[str, float]]] | None = None,
-        terms: Sequence[str] | None = None,
-        precision: str = "",
-        model: str | None = None,
-    ) -> list[Hit]:
+    def __call__(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         content, fh = self._store.content_hash, self._file_hash()
+        ranks, terms = spec.ranks, spec.terms
         hits = []
         for rank, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True), 1):
             c = self._store.chunk(i)
@@ -42,14 +36,14 @@ class HitMaker:
                     ordinal=i,
                     chunk_id=c.chunk_id,
                     score=float(score),
-                    score_type=score_type,
+                    score_type=spec.score_type,
                     source_uri=c.source_uri,
                     byte_start=c.byte_start,
                     byte_end=c.byte_end,
                     text=c.text,
-                    model=model or self._model,
-                    index_type=index_type,
-                    reranked=reranked,
+                    model=spec.model or self._model,
+                    index_type=spec.index_type,
+                    reranked=spec.reranked,
                     file_hash=fh,
                     content_hash=content,
                     citation_id=c.citation_id,
@@ -58,7 +52,8 @@ class HitMaker:
                     source_ordinal=c.source_ordinal,
                     ranks=ranks[rank - 1] if ranks is not None else {},
                     snippet="" if terms is None else snippet(plain(c.text, c.source_uri), terms),
-                    precision=precision,
+                    precision=spec.precision,
+                    metadata=self._columns.record(i),
                 )
             )
         return hits

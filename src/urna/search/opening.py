@@ -14,8 +14,8 @@ from urna.format.partition import bucket_of
 from urna.format.reader import Verify
 from urna.format.regular import Outside, inside
 from urna.search.collection import Collection
-from urna.search.corpus import Corpus, open_corpus
-from urna.search.shard import LocalShard
+from urna.search.corpus import Corpus, open_corpus, open_shard
+from urna.search.fileshard import FileShard
 
 
 def open_path(
@@ -45,7 +45,7 @@ def _bad(message: str) -> FormatError:
 def open_collection(folder: Path, *, verify: Verify = "full", private: bool = False) -> Collection:
     catalog, raw = read_catalog(folder)
     version = Catalog.version_of(raw)
-    shards: list[Corpus] = []
+    shards: list[FileShard] = []
     try:
         for entry in catalog.shards:
             if entry.file is None:
@@ -53,7 +53,7 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
             path = shard_path(folder, entry.file)
             if not path.is_file():
                 raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
-            shard = open_corpus(path, verify=verify, private=private)
+            shard = open_shard(path, verify=verify, private=private)
             shards.append(shard)
             _check_shard(catalog, entry, shard, hashes=verify == "full")
         first = shards[0]
@@ -67,13 +67,13 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
         for shard in shards:
             shard.close()
         raise
-    return Collection(folder, catalog, version, [LocalShard(s) for s in shards])
+    return Collection(folder, catalog, version, shards)
 
 
 SAMPLED = 16  # chunks whose source's bucket an open checks, per shard
 
 
-def _check_buckets(catalog: Catalog, entry: ShardEntry, shard: Corpus) -> None:
+def _check_buckets(catalog: Catalog, entry: ShardEntry, shard: FileShard) -> None:
     """Cheap, at every open: the sources of SAMPLED chunks spread over the shard (first and
     last included) lie in its bucket range. A shard swapped with another, copied over
     another or taken from another collection fails this but for a chance of at most
@@ -99,7 +99,7 @@ def shard_path(folder: Path, name: str) -> Path:
         raise _bad(str(exc)) from None
 
 
-def _check_shard(catalog: Catalog, entry: ShardEntry, shard: Corpus, *, hashes: bool) -> None:
+def _check_shard(catalog: Catalog, entry: ShardEntry, shard: FileShard, *, hashes: bool) -> None:
     name = entry.file
     checks: tuple[tuple[str, object, object], ...] = (
         ("n_chunks", shard.n_chunks, entry.n_chunks),

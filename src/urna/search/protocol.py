@@ -1,11 +1,10 @@
-"""What every searchable corpus offers: a single .urna file (``Corpus``) today, and any other
-kind (a collection of shard files) that implements the same methods. The shells (CLI, HTTP,
-evaluation) are written against this protocol, not against one class."""
+"""What every searchable corpus offers: a single .urna file (``Corpus``) and a collection of
+shard files (``Collection``), peers over the one search core. The shells (CLI, HTTP, MCP,
+evaluation) are written against this protocol: they build a ``Query`` and ``run`` it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,9 +13,8 @@ import numpy as np
 from urna.format.audit import AuditReport
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation
+from urna.search.request import Query
 from urna.search.result import SearchResult
-
-Vector = Sequence[float] | np.ndarray
 
 
 class Searchable(Protocol):
@@ -59,54 +57,11 @@ class Searchable(Protocol):
     def embedding(self, i: int) -> np.ndarray:
         """Chunk ``i``'s vector as stored, dequantized to float32."""
 
-    def search(
-        self, query: Vector, k: int = 10, *, source: str | None = None, section: str | None = None
-    ) -> SearchResult: ...
+    def run(self, query: Query) -> SearchResult:
+        """One query, whole, through the search core."""
 
-    def search_ann(
-        self,
-        query: Vector,
-        k: int = 10,
-        *,
-        ef: int = 100,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult: ...
-
-    def search_graph(
-        self,
-        query: Vector,
-        k: int = 10,
-        *,
-        hops: int = 1,
-        ef: int = 100,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult: ...
-
-    def search_space(
-        self,
-        query: Vector,
-        space: str,
-        k: int = 10,
-        *,
-        expect_model_hash: str | None = None,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult: ...
-
-    def search_text(
-        self,
-        text: str,
-        k: int = 10,
-        *,
-        mode: str = "auto",
-        fusion: str | None = None,
-        candidates: int | None = None,
-        model_path: str | os.PathLike[str] | None = None,
-        source: str | None = None,
-        section: str | None = None,
-    ) -> SearchResult: ...
+    def fields(self) -> dict[str, dict[str, int]]:
+        """Every metadata field, with how many chunks hold each of its types."""
 
     def cite(self, citation: str | Citation) -> Chunk: ...
 

@@ -44,6 +44,7 @@ class Hit:
     ranks: dict[str, dict[str, float]] = field(default_factory=dict)
     snippet: str = ""
     precision: str = ""  # which stored precision scored the hit, on reranked paths
+    metadata: dict[str, Any] = field(default_factory=dict)  # the chunk's stored fields
 
     def to_dict(self) -> dict[str, Any]:
         """The hit's wire shape: every field, always, in this order."""
@@ -53,6 +54,7 @@ class Hit:
             "score_type": self.score_type,
             "ranks": self.ranks,
             **chunk_record(self, file_hash=self.file_hash, content_hash=self.content_hash),
+            "metadata": self.metadata,
             "snippet": self.snippet,
             "model": self.model,
             "index_type": self.index_type,
@@ -78,6 +80,7 @@ class SearchResult:
     note: str = ""
     space: str | None = None
     recall_note: str | None = None
+    terms: list[str] = field(default_factory=list)  # the text query's terms, as BM25 reads them
 
     @property
     def k_returned(self) -> int:
@@ -101,6 +104,7 @@ class SearchResult:
             "query_time_ms": round(self.query_time_ms, 3),
             **({"candidates": self.candidates} if self.candidates else {}),
             **({"note": self.note} if self.note else {}),
+            "terms": self.terms,
             "hits": [h.to_dict() for h in self.hits],
         }
 

@@ -50,6 +50,7 @@ def database_record(name: str, corpus: Searchable) -> dict[str, Any]:
         "text_search": corpus.has_text_index,
         "file_hash": corpus.file_hash,
         "content_hash": corpus.content_hash,
+        "fields": corpus.fields(),
     }
 
 

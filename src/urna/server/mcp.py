@@ -20,6 +20,7 @@ from urna.errors import CitationError, UrnaError
 from urna.search.chunks import Chunk
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
+from urna.search.request import Query, query_from
 from urna.search.result import chunk_record
 from urna.server.databases import Databases, database_record
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
@@ -43,7 +44,12 @@ SEARCH = (
     "Write the query as a question or keywords. mode: auto (default, both methods when the "
     "corpus allows), hybrid, vector (paraphrase, meaning) or text (exact words, names, "
     "identifiers). Narrow with source (a glob on the source path, e.g. 'docs/*.md') or "
-    "section (a section path prefix, e.g. 'Guide / Install')."
+    "section (a section path prefix, e.g. 'Guide / Install'), or where (a filter on the "
+    'metadata fields list_corpora shows, e.g. {"year": {"$gte": 2020}}).'
+)
+WHERE = (
+    "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
+    "$eq $ne $gt $gte $lt $lte $in $nin $contains $exists, combined by $and $or $not"
 )
 CITE = (
     "Resolve a citation urna://<content_hash>/<chunk_id> (from a search hit) to its exact "
@@ -103,22 +109,11 @@ class Tools:
                     raise
         raise CitationError(f"no served corpus holds {citation}") from first
 
-    def search(
-        self,
-        query: str,
-        corpus: str | None,
-        mode: str,
-        limit: int,
-        source: str | None,
-        section: str | None,
-    ) -> dict[str, Any]:
-        if not query.strip():
+    def search(self, corpus: str | None, query: Query) -> dict[str, Any]:
+        if not (query.text or "").strip():
             raise UrnaError("the query is empty")
         name, searchable = self.corpus(corpus)
-        result = searchable.search_text(
-            query, k=limit, mode=mode, source=source or None, section=section or None
-        )
-        return {"corpus": name, **result.to_dict()}
+        return {"corpus": name, **searchable.run(query).to_dict()}
 
     def cite(self, citation: str, corpus: str | None, verify_source: bool) -> dict[str, Any]:
         name, searchable, chunk = self.resolve(citation, corpus)
@@ -225,8 +220,14 @@ def create_mcp(dbs: Databases) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Hits to return")] = 10,
         source: Annotated[str | None, Field(max_length=500)] = None,
         section: Annotated[str | None, Field(max_length=500)] = None,
+        where: Annotated[dict[str, Any] | None, Field(description=WHERE)] = None,
     ) -> dict[str, Any]:
-        return await _run(lambda: tools.search(query, corpus, mode, limit, source, section))
+        # The MCP schema of a query, declared once here; the core takes it whole.
+        asked = query_from(
+            text=query, k=limit, mode=mode, source=source or None, section=section or None,
+            where=where,
+        )  # fmt: skip
+        return await _run(lambda: tools.search(corpus, asked))
 
     @server.tool(description=CITE, annotations=readonly)
     async def cite(

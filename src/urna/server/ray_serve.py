@@ -26,118 +26,158 @@ from urna.format.reader import Verify
 from urna.index.bm25 import TermStats
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
-from urna.search.corpus import open_corpus
+from urna.search.corpus import open_shard
+from urna.search.filters import Filter
 from urna.search.opening import shard_path
-from urna.search.result import Hit, SearchResult
-from urna.search.shard import LocalShard, Pair, ShardFacts
+from urna.search.result import Hit
+from urna.search.shard import HitSpec, Pair, Ranking, ShardFacts
+from urna.search.where import Schema
 from urna.server.databases import Databases
-
-CALLS = {
-    "vector_top",
-    "source_uris",
-    "count",
-    "term_stats",
-    "text_top",
-    "make_hits",
-    "search",
-    "chunk",
-    "embedding",
-    "cite",
-    "verify_source",
-    "info",
-    "validate",
-    "holdings",
-}
 
 
 class ShardServer:
-    """A shard deployment: one shard file opened once, answering the calls of a merge."""
+    """A shard deployment: one shard file opened once, answering the shard calls."""
 
     def __init__(self, path: str, verify: str) -> None:
         mode: Verify = "full" if verify == "full" else "trusted"
-        self.shard = LocalShard(open_corpus(path, verify=mode, private=True))
+        self.shard = open_shard(path, verify=mode, private=True)
 
     def facts(self) -> ShardFacts:
         return self.shard.facts
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if method not in CALLS:
-            raise UrnaError(f"not a shard call: {method}")
-        return getattr(self.shard, method)(*args, **kwargs)
+    def schema(self) -> Schema:
+        return self.shard.schema()
+
+    def count(self, kept: Filter | None) -> int:
+        return self.shard.count(kept)
+
+    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
+        return self.shard.vector_top(q, depth, kept)
+
+    def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
+        return self.shard.ann_top(q, k, ef, kept)
+
+    def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
+        return self.shard.graph_top(q, k, hops, ef, kept)
+
+    def space_top(
+        self, vector: np.ndarray, space: str, k: int, expect: str | None, kept: Filter | None
+    ) -> Ranking:
+        return self.shard.space_top(vector, space, k, expect, kept)
+
+    def term_stats(self, tokens: Sequence[str]) -> TermStats:
+        return self.shard.term_stats(tokens)
+
+    def text_top(
+        self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
+    ) -> Pair:
+        return self.shard.text_top(tokens, stats, depth, kept)
+
+    def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
+        return self.shard.make_hits(idx, scores, spec)
+
+    def source_uris(self, idx: np.ndarray) -> list[str]:
+        return self.shard.source_uris(idx)
+
+    def chunk(self, i: int) -> Chunk:
+        return self.shard.chunk(i)
+
+    def embedding(self, i: int) -> np.ndarray:
+        return self.shard.embedding(i)
+
+    def cite(self, citation: str) -> Chunk:
+        return self.shard.cite(citation)
+
+    def verify_source(self, chunk: Chunk, root: str | None) -> Path:
+        return self.shard.verify_source(chunk, root)
+
+    def info(self) -> dict[str, Any]:
+        return self.shard.info()
+
+    def validate(self) -> AuditReport:
+        return self.shard.validate()
+
+    def holdings(self) -> tuple[list[str], list[str]]:
+        return self.shard.holdings()
 
 
 class RemoteShard:
-    """The ``Shard`` calls, answered by a shard deployment (blocking; call from a thread)."""
+    """The ``Shard`` calls, answered by a shard deployment (blocking; the core calls it from
+    its threads). Each call names the deployment's method as an attribute, never a string."""
 
     def __init__(self, handle: Any, facts: ShardFacts) -> None:
         self._handle = handle
         self.facts = facts
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._handle.call.remote(method, *args, **kwargs).result()
-
-    def vector_top(
-        self, q: np.ndarray, depth: int, source: str | None, section: str | None
-    ) -> Pair:
-        result: Pair = self._call("vector_top", q, depth, source, section)
+    def schema(self) -> Schema:
+        result: Schema = self._handle.schema.remote().result()
         return result
 
-    def count(self, source: str | None, section: str | None) -> int:
-        return int(self._call("count", source, section))
+    def count(self, kept: Filter | None) -> int:
+        return int(self._handle.count.remote(kept).result())
+
+    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
+        result: Pair = self._handle.vector_top.remote(q, depth, kept).result()
+        return result
+
+    def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
+        result: Ranking = self._handle.ann_top.remote(q, k, ef, kept).result()
+        return result
+
+    def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
+        result: Ranking = self._handle.graph_top.remote(q, k, hops, ef, kept).result()
+        return result
+
+    def space_top(
+        self, vector: np.ndarray, space: str, k: int, expect: str | None, kept: Filter | None
+    ) -> Ranking:
+        result: Ranking = self._handle.space_top.remote(vector, space, k, expect, kept).result()
+        return result
 
     def term_stats(self, tokens: Sequence[str]) -> TermStats:
-        result: TermStats = self._call("term_stats", list(tokens))
+        result: TermStats = self._handle.term_stats.remote(list(tokens)).result()
         return result
 
     def text_top(
-        self,
-        tokens: Sequence[str],
-        stats: TermStats,
-        depth: int,
-        source: str | None,
-        section: str | None,
+        self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
     ) -> Pair:
-        result: Pair = self._call("text_top", list(tokens), stats, depth, source, section)
+        result: Pair = self._handle.text_top.remote(list(tokens), stats, depth, kept).result()
         return result
 
-    def make_hits(self, idx: np.ndarray, scores: np.ndarray, **kwargs: Any) -> list[Hit]:
-        result: list[Hit] = self._call("make_hits", idx, scores, **kwargs)
-        return result
-
-    def search(self, method: str, **kwargs: Any) -> SearchResult:
-        result: SearchResult = self._call("search", method, **kwargs)
-        return result
-
-    def chunk(self, i: int) -> Chunk:
-        result: Chunk = self._call("chunk", i)
+    def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
+        result: list[Hit] = self._handle.make_hits.remote(idx, scores, spec).result()
         return result
 
     def source_uris(self, idx: np.ndarray) -> list[str]:
-        result: list[str] = self._call("source_uris", idx)
+        result: list[str] = self._handle.source_uris.remote(idx).result()
+        return result
+
+    def chunk(self, i: int) -> Chunk:
+        result: Chunk = self._handle.chunk.remote(i).result()
         return result
 
     def embedding(self, i: int) -> np.ndarray:
-        result: np.ndarray = self._call("embedding", i)
+        result: np.ndarray = self._handle.embedding.remote(i).result()
         return result
 
     def cite(self, citation: str) -> Chunk:
-        result: Chunk = self._call("cite", citation)
+        result: Chunk = self._handle.cite.remote(citation).result()
         return result
 
     def verify_source(self, chunk: Chunk, root: str | None) -> Path:
-        result: Path = self._call("verify_source", chunk, root)
+        result: Path = self._handle.verify_source.remote(chunk, root).result()
         return result
 
     def info(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("info")
+        result: dict[str, Any] = self._handle.info.remote().result()
         return result
 
     def validate(self) -> AuditReport:
-        result: AuditReport = self._call("validate")
+        result: AuditReport = self._handle.validate.remote().result()
         return result
 
     def holdings(self) -> tuple[list[str], list[str]]:
-        result: tuple[list[str], list[str]] = self._call("holdings")
+        result: tuple[list[str], list[str]] = self._handle.holdings.remote().result()
         return result
 
     def close(self) -> None:

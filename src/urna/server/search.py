@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from urna.search.protocol import Searchable
+from urna.search.request import Query
 from urna.search.result import Hit
 
 SEMANTIC_FLOOR = 0.3  # semantic hits below this cosine are dropped (the compatible contract)
@@ -15,11 +16,11 @@ MAX_LIMIT = 100
 def keyword_hits(corpus: Searchable, q: str, limit: int) -> list[Hit]:
     if not corpus.has_text_index:
         return []
-    return corpus.search_text(q, k=limit, mode="text").hits
+    return corpus.run(Query(text=q, k=limit, mode="text")).hits
 
 
 def semantic_hits(corpus: Searchable, q: str, limit: int) -> list[Hit]:
-    hits = corpus.search_text(q, k=limit, mode="vector").hits
+    hits = corpus.run(Query(text=q, k=limit, mode="vector")).hits
     return [h for h in hits if h.score >= SEMANTIC_FLOOR]
 
 

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from urna.index.tokenize import tokenize
-from urna.search.fusion import Fusion
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
+from urna.search.request import query_from
 from urna.search.result import chunk_record
-from urna.search.text import Mode
 from urna.server.databases import Databases, database_record
 from urna.server.errors import ERROR_RESPONSES, ApiError
-from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
+from urna.server.params import SearchBody, SearchParams
 
 
 def router(dbs: Databases) -> APIRouter:
@@ -27,30 +25,24 @@ def router(dbs: Databases) -> APIRouter:
             raise ApiError(404, "unknown_database", f"database not found: {name}")
         return corpus
 
-    @api.get("/search", summary="Search one database by text", responses=ERROR_RESPONSES)
-    async def search(
-        db: str = Query(..., min_length=1),
-        q: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
-        mode: Mode = "auto",
-        limit: int = Query(10, ge=1, le=MAX_LIMIT),
-        fusion: Fusion | None = None,
-        source: str | None = Query(None, max_length=500, description="glob on source_uri"),
-        section: str | None = Query(None, max_length=500, description="section path prefix"),
-    ) -> dict[str, Any]:
-        if not q.strip():
+    def answer(params: SearchParams) -> dict[str, Any]:
+        if not params.q.strip():
             raise ApiError(400, "bad_query", "q is empty")
-        corpus = corpus_of(db)
-        result = await asyncio.to_thread(
-            corpus.search_text,
-            q,
-            k=limit,
-            mode=mode,
-            fusion=fusion,
-            source=source or None,
-            section=section or None,
-        )
-        # The query's terms as the snippets mark them, for a shell to highlight.
-        return {"db": db, "terms": tokenize(q), **result.to_dict()}
+        corpus = corpus_of(params.db)
+        asked = query_from(
+            text=params.q, k=params.limit, mode=params.mode, fusion=params.fusion,
+            source=params.source or None, section=params.section or None, where=params.where,
+        )  # fmt: skip
+        return {"db": params.db, **corpus.run(asked).to_dict()}
+
+    @api.get("/search", summary="Search one database by text", responses=ERROR_RESPONSES)
+    async def search(params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
+        return await asyncio.to_thread(answer, params)
+
+    @api.post("/search", summary="The same search, its parameters as a JSON body",
+              responses=ERROR_RESPONSES)  # fmt: skip
+    async def search_post(params: SearchBody) -> dict[str, Any]:
+        return await asyncio.to_thread(answer, params)
 
     @api.get(
         "/cite",

@@ -1,0 +1,284 @@
+"""The one search core: every path, over N shards. A single file is a collection of one shard.
+
+The core takes a ``Query`` whole (``search/request.py``), checks its filter against the
+fields the shards hold, asks each shard (in parallel threads when there are several: numpy,
+BLAS and usearch release the GIL) and merges in the one order of ``search/order.py``:
+
+- exact vectors: each shard's exact top k, merged by score;
+- HNSW, graph and space: each shard's own ranked answer (reranked exactly there), merged;
+- BM25 in two rounds over several shards: each reports its document count, total length and
+  the query terms' document frequencies, then every shard scores with the combined
+  statistics (as Elasticsearch's dfs_query_then_fetch does), so a collection scores as one
+  file; one shard scores with its own stored weights, which are the same numbers;
+- hybrid: each method merged, then fused (``search/fusion.py``).
+
+Ordinals are global (shard after shard); hits are made by the shard holding them, one call
+per shard. The result carries the query's terms as the file's tokenizer reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+
+from urna.embed.base import Embedder
+from urna.embed.gate import check_gate
+from urna.embed.registry import resolve_query
+from urna.errors import QueryError
+from urna.index.bm25 import TermStats, TextHits
+from urna.index.tokenize import tokenize, tokenizer_for
+from urna.search.filters import Filter
+from urna.search.merge import merge_top
+from urna.search.query import check_k, check_positive, prepare
+from urna.search.request import Query
+from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
+from urna.search.shard import HitSpec, Pair, Ranking, Shard
+from urna.search.text import rank, route
+
+T = TypeVar("T")
+
+
+class Searcher:
+    """Runs queries over shards in catalog order (a file: one shard)."""
+
+    def __init__(self, shards: Sequence[Shard]) -> None:
+        self.shards = list(shards)
+        self.offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
+        first = self.shards[0].facts
+        self.dim, self.model, self.manifest, self.fusion = (
+            first.dim,
+            first.model,
+            first.manifest,
+            first.fusion,
+        )
+        self.has_text_index = all(s.facts.has_text_index for s in self.shards)
+        self.tokenize = tokenizer_for(first.tokenizer or "") or tokenize
+        workers = min(len(self.shards), os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(workers, "urna-shard") if workers > 1 else None
+        self._schema: dict[str, dict[str, int]] | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.offsets[-1])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def each(self, call: Callable[[Shard], T]) -> list[T]:
+        """``call`` on every shard, in shard order (in parallel when there are several)."""
+        if self._pool is None:
+            return [call(s) for s in self.shards]
+        return list(self._pool.map(call, self.shards))
+
+    # --- filters -------------------------------------------------------------
+
+    def schema(self) -> dict[str, dict[str, int]]:
+        """Every field the shards hold, with the chunks holding each of its types."""
+        if self._schema is None:
+            merged: dict[str, dict[str, int]] = {}
+            for part in self.each(lambda s: s.schema()):
+                for name, kinds in part.items():
+                    into = merged.setdefault(name, {})
+                    for kind, count in kinds.items():
+                        into[kind] = into.get(kind, 0) + count
+            self._schema = dict(sorted(merged.items()))
+        return self._schema
+
+    def kept(self, query: Query) -> Filter | None:
+        kept = query.kept()
+        if kept is not None:
+            kept.check(self.schema())
+        return kept
+
+    # --- running a query -------------------------------------------------------
+
+    def run(self, query: Query) -> SearchResult:
+        k = check_k(query.k)
+        kept = self.kept(query)
+        searched = sum(self.each(lambda s: s.count(kept))) if kept else self.n_chunks
+        if query.method == "text":
+            return self._text(query, k, kept, searched)
+        if query.vector is None:
+            raise QueryError(f"method {query.method} needs a query vector")
+        ef = check_positive(query.ef, "ef")
+        hops = query.hops
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
+            raise QueryError(f"invalid hops: {hops}")
+        if query.method == "space":
+            return self._space(query, k, kept, searched)
+        t0 = time.perf_counter()
+        q = prepare(query.vector, self.dim)
+        if kept is not None and searched == 0:
+            return self._nothing_kept("exact", k, t0)
+        if query.method == "exact":
+            idx, scores = self.vector_top(q, k, kept)
+            hits = self.make_hits(idx, scores, HitSpec("exact"))
+            return SearchResult("exact", 1.0, k, searched, _ms(t0), hits)
+        if query.method == "ann":
+            parts = self.each(lambda s: s.ann_top(q, k, ef, kept))
+        else:
+            parts = self.each(lambda s: s.graph_top(q, k, hops, ef, kept))
+        return self._ranked(parts, k, searched, t0)
+
+    def _space(self, query: Query, k: int, kept: Filter | None, searched: int) -> SearchResult:
+        t0 = time.perf_counter()
+        space = query.space
+        if not isinstance(space, str) or not space:
+            raise QueryError("search_space needs the name of an embedding space")
+        vector = np.asarray(query.vector)
+        if kept is not None and searched == 0:
+            return replace(self._nothing_kept("space", k, t0), space=space)
+        expect = query.expect_model_hash
+        parts = self.each(lambda s: s.space_top(vector, space, k, expect, kept))
+        return replace(self._ranked(parts, k, searched, t0), space=space)
+
+    def _ranked(self, parts: list[Ranking], k: int, searched: int, t0: float) -> SearchResult:
+        """Each shard's own ranked answer, merged; exact when every shard ran exact."""
+        ran = [p.index_type for p in parts if p.index_type != "exact"]
+        index_type = ran[0] if ran else "exact"
+        reranked = index_type in ("hnsw", "graph")
+        idx, scores = merge_top(
+            [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)],
+            k,
+            self.source_uris,
+        )
+        spec = HitSpec(index_type, reranked=reranked, precision=parts[0].precision)
+        hits = self.make_hits(idx, scores, replace(spec, model=parts[0].model))
+        exact = index_type in ("exact", "space")
+        note = None if exact else RERANK_NOTE
+        return SearchResult(
+            index_type, 1.0 if exact else None, k, searched, _ms(t0), hits, recall_note=note
+        )
+
+    def _nothing_kept(self, index_type: str, k: int, t0: float) -> SearchResult:
+        note = f"the filter keeps 0 of {self.n_chunks} chunks"
+        return SearchResult(index_type, 1.0, k, 0, _ms(t0), [], note=note)
+
+    # --- text ----------------------------------------------------------------
+
+    def embedder(self, model_path: str | os.PathLike[str] | None = None) -> Embedder:
+        """The corpus's own model (loaded once per process), after the model gate."""
+        found = resolve_query(self.model, model_path=model_path, download=False)
+        check_gate(found, self.manifest)
+        return found
+
+    def _text(self, query: Query, k: int, kept: Filter | None, searched: int) -> SearchResult:
+        text = query.text
+        if not isinstance(text, str) or not text.strip():
+            raise QueryError("empty query")
+        fusion = self.fusion.choose(query.fusion)
+        given = query.embedder
+
+        def gated() -> Embedder:
+            if given is None:
+                return self.embedder(query.model_path)
+            check_gate(given, self.manifest)
+            return given
+
+        explicit = given is not None or query.model_path is not None
+        chosen = route(query.mode, has_bm25=self.has_text_index, embedder=gated, explicit=explicit)
+        if chosen.embedder is not None:
+            chosen.embedder.load()  # query_time covers embedding the query, not loading the model
+        t0 = time.perf_counter()
+        terms = self.tokenize(text)
+        index_type = "exact" if chosen.mode == "vector" else chosen.mode
+        if kept is not None and searched == 0:
+            result = self._nothing_kept(index_type, k, t0)
+            return replace(result, mode=chosen.mode, terms=terms)
+        ranked = rank(
+            text,
+            k,
+            route=chosen,
+            dim=self.dim,
+            vector_top=lambda q, depth: self.vector_top(q, depth, kept),
+            text_top=(lambda _, depth: self.text_top(terms, depth, kept))
+            if self.has_text_index
+            else None,
+            fusion=fusion,
+            params=self.fusion,
+            candidates=query.candidates,
+            source_of=self.source_uris,
+        )
+        spec = HitSpec(index_type, ranked.score_type, terms=terms, ranks=ranked.ranks)
+        hits = self.make_hits(ranked.ordinals, ranked.scores, spec)
+        exact = chosen.mode != "hybrid"  # vector and text score every chunk; fusion ranks
+        return SearchResult(
+            index_type,
+            1.0 if exact else None,
+            k,
+            searched,
+            _ms(t0),
+            hits,
+            mode=chosen.mode,
+            candidates=ranked.candidates,
+            note=chosen.note,
+            recall_note=None if exact else FUSED_NOTE,
+            terms=terms,
+        )
+
+    # --- each method's candidates, merged ----------------------------------------
+
+    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
+        parts = self.each(lambda s: s.vector_top(q, depth, kept))
+        if len(parts) == 1:
+            return parts[0]
+        return merge_top(self._global(parts), depth, self.source_uris)
+
+    def text_top(self, tokens: list[str], depth: int, kept: Filter | None) -> TextHits:
+        stats = TermStats.combine(self.each(lambda s: s.term_stats(tokens)))  # round 1
+        shared = stats if len(self.shards) > 1 else None  # one shard: its own weights
+        parts = self.each(lambda s: s.text_top(tokens, shared, depth, kept))  # round 2
+        if len(parts) == 1:
+            idx, scores = parts[0]
+        else:
+            idx, scores = merge_top(self._global(parts), depth, self.source_uris)
+        return TextHits(idx, scores, tokens, stats.idf_sum(tokens))
+
+    def _global(self, parts: Sequence[Pair]) -> list[Pair]:
+        return [(idx + self.offsets[s], scores) for s, (idx, scores) in enumerate(parts)]
+
+    # --- hits and sources --------------------------------------------------------
+
+    def owners(self, ordinals: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """(shard, positions into ``ordinals``) for each shard holding any of them."""
+        idx = np.asarray(ordinals, dtype=np.int64)
+        if len(self.shards) == 1:
+            return [(0, np.arange(len(idx)))] if len(idx) else []
+        owner = np.searchsorted(self.offsets, idx, side="right") - 1
+        return [(s, np.flatnonzero(owner == s)) for s in np.unique(owner).tolist()]
+
+    def source_uris(self, ordinals: np.ndarray) -> list[str]:
+        """The source_uri of each global ordinal (one call per shard holding any)."""
+        idx = np.asarray(ordinals, dtype=np.int64)
+        out = [""] * len(idx)
+        for s, at in self.owners(idx):
+            found = self.shards[s].source_uris(idx[at] - self.offsets[s])
+            for j, uri in zip(at.tolist(), found, strict=True):
+                out[j] = uri
+        return out
+
+    def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
+        """Hits in rank order; each made by its shard (one call per shard holding any)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if len(self.shards) == 1:
+            return self.shards[0].make_hits(idx, scores, spec)
+        out: list[Hit | None] = [None] * len(idx)
+        for s, at in self.owners(idx):
+            ranks = [spec.ranks[j] for j in at.tolist()] if spec.ranks is not None else None
+            made = self.shards[s].make_hits(
+                idx[at] - self.offsets[s], np.asarray(scores)[at], replace(spec, ranks=ranks)
+            )
+            for j, hit in zip(at.tolist(), made, strict=True):
+                out[j] = replace(hit, rank=j + 1, ordinal=int(idx[j]))
+        return [h for h in out if h is not None]
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000

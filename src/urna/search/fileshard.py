@@ -1,0 +1,245 @@
+"""One open .urna file as the core searches it: the shard calls of ``search/shard.py``.
+
+The container (``format/``) checks and maps the file, each index (``index/``) loads itself
+from it; this class answers each call from them: the exact top of a prepared vector, the
+HNSW and graph paths with their exact rerank, one embedding space, BM25 under the file's own
+or a collection's statistics, the chunks a filter keeps, and hits with their citations.
+``Corpus`` is this class with the public search methods (``search/api.py``) on top.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.errors import CitationError, QueryError
+from urna.format.audit import AuditReport, audit
+from urna.format.reader import Container
+from urna.index.bm25 import GlobalScorer, TermStats, load_bm25, positive_top
+from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top
+from urna.index.graph import load_graph
+from urna.index.hnsw import load_hnsw
+from urna.search.chunks import Chunk, ChunkStore
+from urna.search.cite import Citation, check_source, parse_citation
+from urna.search.derived import audit_derived
+from urna.search.filters import Filter, FilterIndex
+from urna.search.fusion import FusionParams
+from urna.search.hits import HitMaker
+from urna.search.info import FileView
+from urna.search.metadata import FieldColumns
+from urna.search.query import prepare
+from urna.search.result import Hit
+from urna.search.shard import HitSpec, Pair, Ranking, ShardFacts
+from urna.search.where import Schema
+
+RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
+
+
+class FileShard(FileView):
+    """A .urna file opened for searching (``Corpus`` adds the public methods)."""
+
+    def __init__(self, container: Container) -> None:
+        super().__init__(container)
+        self.fusion = FusionParams.from_manifest(self.manifest)
+        self._bm25 = load_bm25(container)
+        self._hnsw = load_hnsw(container)
+        self._graph = load_graph(container)
+        self._rerank = load_rerank_matrix(container)
+        self._store = ChunkStore(container)
+        self._columns = FieldColumns(self._store, container.chunk_fields)
+        self._filters = FilterIndex(self._columns)
+        self._hits = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
+        self._scorer: GlobalScorer | None = None
+        self.facts = ShardFacts(
+            name=self.path.name,
+            n_chunks=self.n_chunks,
+            dim=self.dim,
+            model=self.model,
+            content_hash=self.content_hash,
+            file_hash=self.file_hash,
+            manifest=dict(self.manifest),
+            fusion=self.fusion,
+            tokenizer=self._bm25.tokenizer if self._bm25 is not None else None,
+            has_text_index=self.has_text_index,
+            has_ann_index=self.has_ann_index,
+            has_graph_index=self.has_graph_index,
+            index_type=self.index_type,
+        )
+
+    # --- chunks --------------------------------------------------------------
+
+    def chunk_id(self, i: int) -> str:
+        return self._store.chunk_id(i)
+
+    def chunk(self, i: int) -> Chunk:
+        return self._store.chunk(i)
+
+    def fields_of(self, i: int) -> dict[str, Any]:
+        """Chunk ``i``'s stored metadata fields."""
+        return self._columns.record(i)
+
+    def source_uris(self, idx: np.ndarray) -> list[str]:
+        """The source_uri of each of these ordinals (no text decoded)."""
+        return self._store.source_uris_of(idx)
+
+    def text_bytes(self, i: int) -> bytes:
+        return self._store.text_bytes(i)
+
+    def embedding(self, i: int) -> np.ndarray:
+        """Row i as stored, dequantized to float32."""
+        return self._c.matrix.rows(slice(i, i + 1))[0]
+
+    def find(self, chunk_id: str) -> int | None:
+        """The ordinal of a chunk id, or None."""
+        return self._store.find(chunk_id)
+
+    def holdings(self) -> tuple[list[str], list[str]]:
+        """Every chunk id and every chunk's source_uri, in file order (for the audit)."""
+        n = self.n_chunks
+        return [self.chunk_id(i) for i in range(n)], self.source_uris(np.arange(n))
+
+    # --- the shard calls -------------------------------------------------------
+
+    def schema(self) -> Schema:
+        return self._columns.schema
+
+    def filtered(self, kept: Filter | None) -> np.ndarray | None:
+        """Sorted ordinals the filter keeps (None: no filter, every chunk)."""
+        return self._filters.allowed(kept)
+
+    def count(self, kept: Filter | None) -> int:
+        allowed = self.filtered(kept)
+        return self.n_chunks if allowed is None else len(allowed)
+
+    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
+        """The exact top ``depth`` for a prepared query, among the chunks kept."""
+        matrix = self._c.matrix
+        return exact_top_k(matrix, q, min(depth, matrix.n), self.filtered(kept))
+
+    def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
+        """HNSW candidates (at least max(ef, k)) reranked by exact cosine; exact without HNSW
+        or with a filter (a filtered search is exact over the chunks the filter keeps)."""
+        if self._hnsw is None or kept is not None:
+            return Ranking(*self.vector_top(q, k, kept), "exact")
+        # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
+        wanted = min(RERANK_FACTOR * max(ef, k), self.n_chunks)
+        candidates = self._hnsw.candidates(q, wanted, wanted)
+        if len(np.unique(candidates)) < min(k, self.n_chunks):
+            # A sound graph always offers k candidates; one that cannot (a forged or cut
+            # graph) is not trusted with this query: the exact answer instead.
+            return Ranking(*self.vector_top(q, k, None), "exact")
+        # Full precision when the file keeps a copy (0x09), else stored precision.
+        idx, scores = rerank_top(self._rerank, candidates, q, k)
+        return Ranking(idx, scores, "hnsw", precision=self._rerank.dtype)
+
+    def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
+        """Seeds from exact, expanded over the chunk graph, reranked: the same hits as the
+        exact path (exact without a graph, or with a filter)."""
+        if self._graph is None or kept is not None:
+            return Ranking(*self.vector_top(q, k, kept), "exact")
+        n_seeds = min(max(ef, k), self.n_chunks)
+        seeds, _ = exact_top_k(self._c.matrix, q, n_seeds)
+        union = self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds))
+        # Stored precision, as the exact path scores: so the hits equal search's.
+        idx, scores = rerank_top(self._c.matrix, union, q, k)
+        return Ranking(idx, scores, "graph")
+
+    def space_top(
+        self, vector: np.ndarray, space: str, k: int, expect: str | None, kept: Filter | None
+    ) -> Ranking:
+        """Exact search over one named embedding space; never falls back to another."""
+        found = next((s for s in self._c.spaces if s.name == space), None)
+        if found is None:
+            raise QueryError(f"embedding space not found: {space}")
+        if expect is not None and expect != found.model_hash:
+            raise QueryError(
+                f"model_hash mismatch: space {space} was built with {found.model_hash}, "
+                f"expected {expect}"
+            )
+        q = prepare(vector, found.dim)
+        matrix = self._c.space_matrix(found)
+        idx, scores = exact_top_k(matrix, q, min(k, matrix.n), self.filtered(kept))
+        return Ranking(idx, scores, "space", model=found.model)
+
+    def term_stats(self, tokens: Sequence[str]) -> TermStats:
+        return self._global().stats(tokens)
+
+    def text_top(
+        self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
+    ) -> Pair:
+        """BM25's top ``depth`` (scores > 0) among the chunks kept: with the file's own
+        statistics (``stats`` None), else with a collection's."""
+        assert self._bm25 is not None
+        if stats is None:
+            scores = self._bm25.scores(tokens)
+        else:
+            scores = self._global().scores(tokens, stats)
+        idx = positive_top(scores, depth, self.filtered(kept))
+        return idx, scores[idx]
+
+    def _global(self) -> GlobalScorer:
+        if self._bm25 is None:
+            raise QueryError("this file has no BM25 index (section 0x08)")
+        if self._scorer is None:
+            self._scorer = GlobalScorer(self._bm25)
+        return self._scorer
+
+    def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
+        """Hits for ranked ordinals of this file (with their citations and snippets)."""
+        return self._hits(idx, scores, spec)
+
+    # --- citations -----------------------------------------------------------
+
+    def cite(self, citation: str | Citation) -> Chunk:
+        """Resolve a citation in this file; its content_hash must be this file's."""
+        cit = parse_citation(citation) if isinstance(citation, str) else citation
+        if cit.content_hash != self.content_hash:
+            raise CitationError(
+                f"content_hash mismatch: the citation names {cit.content_hash}, "
+                f"this file has {self.content_hash}"
+            )
+        i = self.find(cit.chunk_id)
+        if i is None:
+            raise CitationError(f"chunk not found: {cit.chunk_id}")
+        return self.chunk(i)
+
+    def source_root(self) -> Path:
+        """Where relative source_uris live: the build's ``source_root`` next to this file."""
+        here = self.path.resolve().parent
+        root = self._c.provenance.get("source_root")
+        return (here / root).resolve() if isinstance(root, str) else here
+
+    def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
+        """Check that the source's bytes in the chunk's span equal its stored text.
+
+        Relative source_uris are resolved against ``root``, by default the build's source
+        root (recorded in provenance) or the folder holding this .urna file. For derived
+        formats (HTML, PDF, DOCX, JSONL and CSV records) the span indexes the extracted
+        text: the source is read and extracted again. Returns the path read.
+        """
+        base = Path(root) if root is not None else self.source_root()
+        expected = self.text_bytes(chunk.ordinal)
+        return check_source(chunk.source_uri, chunk.byte_start, chunk.byte_end, expected, base)
+
+    # --- the whole picture -----------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """Everything ``urna stats`` and ``urna inspect --json`` show, the fields included."""
+        return {**super().info(), "fields": self.schema()}
+
+    def validate(self) -> AuditReport:
+        """Recompute every chunk id, check they are unique, walk every vector for NaN/Inf and
+        norm, check each derived section against what it derives from
+        (``search/derived.py``), and parse every metadata record."""
+        report = audit(self._c)
+        audit_derived(self._c, self._store, self._bm25, self._hnsw, self._graph)
+        if self._c.chunk_fields is not None:
+            _ = self._c.chunk_fields.records
+        return report
+
+    def close(self) -> None:
+        self._c.close()

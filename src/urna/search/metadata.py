@@ -1,0 +1,85 @@
+"""One file's metadata as a filter reads it: the stored fields (0x11, ``format/fields.py``)
+and the built-ins ``source`` (source_uri), ``section`` (section path, where the chunk has one)
+and ``page`` (where the source is paged); each condition becomes a mask over the chunks."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from urna.format.fields import ChunkFields, Value, type_of
+from urna.search.chunks import ChunkStore
+from urna.search.where import Leaf, holds
+
+BUILT_IN = ("source", "section", "page")
+
+
+class FieldColumns:
+    def __init__(self, store: ChunkStore, fields: ChunkFields | None) -> None:
+        self._store = store
+        self._fields = fields
+        self.n = store.n
+
+    def record(self, i: int) -> dict[str, Value]:
+        """Chunk ``i``'s stored fields (the built-ins are on the hit itself)."""
+        if self._fields is None:
+            return {}
+        return dict(self._fields.records[int(self._fields.of_chunk[i])])
+
+    @cached_property
+    def schema(self) -> dict[str, dict[str, int]]:
+        """Every field with the chunks holding each of its types."""
+        out: dict[str, dict[str, int]] = {"source": {"string": self.n}}
+        sections = sum(1 for p in self._store.section_paths if p)
+        if sections:
+            out["section"] = {"string": sections}
+        pages = int(np.count_nonzero(self._pages))
+        if pages:
+            out["page"] = {"integer": pages}
+        if self._fields is not None:
+            per_record = np.bincount(self._fields.of_chunk, minlength=len(self._fields.spans))
+            for record, count in zip(self._fields.records, per_record.tolist(), strict=True):
+                for name, value in record.items():
+                    if name in BUILT_IN or not count:
+                        continue
+                    kinds = out.setdefault(name, {})
+                    kind = type_of(value)
+                    kinds[kind] = kinds.get(kind, 0) + count
+        return out
+
+    @property
+    def _pages(self) -> np.ndarray:
+        return self._store.pages
+
+    def mask(self, leaf: Leaf) -> np.ndarray:
+        """The chunks that pass one condition."""
+        if leaf.field == "source":
+            return _by_value(leaf, self._store.source_uris)
+        if leaf.field == "section":
+            return _by_value(leaf, self._store.section_paths, absent="")
+        if leaf.field == "page":
+            pages = self._pages
+            out = np.zeros(self.n, dtype=bool)
+            for page in np.unique(pages).tolist():
+                out[pages == page] = holds(leaf, page > 0, int(page))
+            return out
+        if self._fields is None:
+            return np.full(self.n, holds(leaf, False, None))
+        per_record = np.array(
+            [holds(leaf, leaf.field in r, r.get(leaf.field)) for r in self._fields.records],
+            dtype=bool,
+        )
+        return per_record[self._fields.of_chunk] if len(per_record) else np.zeros(self.n, bool)
+
+
+def _by_value(leaf: Leaf, values: list[str], absent: Any = None) -> np.ndarray:
+    verdict: dict[str, bool] = {}
+    out = np.empty(len(values), dtype=bool)
+    for i, value in enumerate(values):
+        ok = verdict.get(value)
+        if ok is None:
+            ok = verdict[value] = holds(leaf, value != absent, value)
+        out[i] = ok
+    return out

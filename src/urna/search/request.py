@@ -1,0 +1,66 @@
+"""A query as one value: what it asks (text or a vector), how (the method, the mode and its
+knobs) and over what (the filter). Every shell builds a ``Query`` and hands it whole to the
+core (``search/core.py``); nothing between them lists its parameters again."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from urna.embed.base import Embedder
+from urna.errors import QueryError
+from urna.search.filters import Filter, make_filter
+
+Method = Literal["exact", "ann", "graph", "space", "text"]
+METHODS: tuple[str, ...] = get_args(Method)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One search. ``method``: ``text`` (a text query in ``mode`` auto, hybrid, vector or
+    text), or a vector query: ``exact``, ``ann`` (HNSW, ``ef``), ``graph`` (``hops``,
+    ``ef``), ``space`` (one named embedding space). ``source`` (a path pattern),
+    ``section`` (a section-path prefix) and ``where`` (a where-filter, JSON text or object)
+    keep chunks before ranking."""
+
+    text: str | None = None
+    vector: Sequence[float] | np.ndarray | None = field(default=None, compare=False)
+    k: int = 10
+    method: str = "text"
+    mode: str = "auto"
+    fusion: str | None = None
+    candidates: int | None = None
+    ef: int = 100
+    hops: int = 1
+    space: str | None = None
+    expect_model_hash: str | None = None
+    source: str | None = None
+    section: str | None = None
+    where: str | Mapping[str, Any] | None = field(default=None, compare=False)
+    model_path: str | os.PathLike[str] | None = None
+    embedder: Embedder | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise QueryError(
+                f"invalid method {self.method!r}: expected one of {', '.join(METHODS)}"
+            )
+
+    def kept(self) -> Filter | None:
+        """What the query keeps (parsed and checked for syntax; None: every chunk)."""
+        return make_filter(self.source, self.section, self.where)
+
+
+QUERY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Query))
+
+
+def query_from(**given: Any) -> Query:
+    """A query from named parts (a shell's options), refusing a name that is not a part."""
+    unknown = sorted(set(given) - set(QUERY_FIELDS))
+    if unknown:
+        raise QueryError(f"unknown query parameter {unknown[0]!r}")
+    return Query(**given)

@@ -1,0 +1,31 @@
+"""The HTTP schema of a search (``/v1/search``), declared once for both of its forms: query
+parameters (GET; ``where`` as JSON text) and a JSON body (POST; ``where`` as an object)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from urna.search.fusion import Fusion
+from urna.search.text import Mode
+from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
+
+WHERE_HELP = 'a where-filter on metadata, e.g. {"year": {"$gte": 2020}}'
+
+
+class SearchParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    db: str = Field(..., min_length=1)
+    q: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    mode: Mode = "auto"
+    limit: int = Field(10, ge=1, le=MAX_LIMIT)
+    fusion: Fusion | None = None
+    source: str | None = Field(None, max_length=500, description="a path pattern (.gitignore)")
+    section: str | None = Field(None, max_length=500, description="section path prefix")
+    where: str | None = Field(None, max_length=100_000, description=f"{WHERE_HELP}, as JSON")
+
+
+class SearchBody(SearchParams):
+    where: dict[str, Any] | None = Field(None, description=WHERE_HELP)  # type: ignore[assignment]

@@ -1,0 +1,360 @@
+"""Metadata and where-filters: what each format says about a document is stored typed, and a
+filter keeps exactly the chunks a plain Python evaluation of it keeps, ranked as the
+unfiltered search ranks them, on a file and on a 3-shard collection, in every mode, through
+the library, the CLI, HTTP and MCP."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import random
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import urna
+from tests.conftest import assert_error, needs_models, run
+from tests.server_helpers import Server, q
+from urna.search.request import Query
+
+pytestmark = needs_models
+TAGS = ["rust", "python", "search", "ml", "db"]
+AUTHORS = ["ada", "grace", "alan", None]
+WORDS = [
+    "search",
+    "index",
+    "vector",
+    "citation",
+    "shard",
+    "filter",
+    "python",
+    "rust",
+    "ranking",
+    "metadata",
+]
+
+
+def write_corpus(folder: Path) -> None:
+    rng = random.Random(7)
+    docs = folder / "docs"
+    (docs / "notes").mkdir(parents=True)
+    for i in range(24):
+        fm: list[str] = ["---", f"year: {2014 + i % 10}", f"score: {round(rng.uniform(0, 5), 2)}"]
+        fm.append(f"draft: {'true' if i % 3 == 0 else 'false'}")
+        fm.append(f"published: {dt.date(2015 + i % 9, 1 + i % 12, 1 + i % 27).isoformat()}")
+        fm.append(f"tags: [{', '.join(rng.sample(TAGS, 1 + i % 3))}]")
+        author = AUTHORS[i % len(AUTHORS)]
+        if author:
+            fm.append(f"author: {author}")
+        fm.append("---")
+        body = " ".join(rng.choice(WORDS) for _ in range(30))
+        place = docs / "notes" if i % 2 else docs
+        text = "\n".join([*fm, "", f"# Note {i}", "", body, "", "## More", "", body[::-1]])
+        (place / f"note-{i:02d}.md").write_text(text + "\n")
+    (docs / "taxes.md").write_text("# Taxes\n\nmoney and taxes and a search index\n")
+    with (docs / "records.jsonl").open("w") as out:
+        for i in range(12):
+            record = {"id": f"r{i}", "text": " ".join(rng.choice(WORDS) for _ in range(20)),
+                      "year": 2018 + i % 5, "lang": ["en", "de", "fr"][i % 3],
+                      "tags": rng.sample(TAGS, 2), "when": f"2021-0{1 + i % 9}-15"}  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+    rows = ["id,name,price,qty,when"]
+    rows += [f"c{i},item {rng.choice(WORDS)},{i * 1.5},{i},2020-0{1 + i % 9}-0{1 + i % 9}"
+             for i in range(8)]  # fmt: skip
+    (docs / "table.csv").write_text("\n".join(rows) + "\n")
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_title("A paper on search")
+    pdf.set_author("grace")
+    pdf.set_creation_date(dt.datetime(2019, 5, 4, 12, 0, tzinfo=dt.UTC))
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.multi_cell(0, 10, "vector search and citation of shards in a paper")
+    pdf.output(str(docs / "paper.pdf"))
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Shard notes"
+    document.core_properties.author = "alan"
+    document.core_properties.created = dt.datetime(2022, 3, 1, 9, 30)
+    document.add_paragraph("ranking metadata filter python rust")
+    document.save(str(docs / "memo.docx"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("where")
+    write_corpus(root)
+    file, folder = root / "one.urna", root / "three"
+    for target, extra in ((file, []), (folder, ["--shards", "3"])):
+        result = run("build", str(root / "docs"), "-o", str(target), "--model", "minilm-static",
+                     *extra)  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+    return {"root": root, "file": file, "collection": folder}
+
+
+@pytest.fixture(scope="module", params=["file", "collection"])
+def corpus(request: pytest.FixtureRequest, built: dict[str, Path]) -> Any:
+    with urna.open(built[request.param]) as opened:
+        yield opened
+
+
+# --- a plain evaluation of a filter, the reference ------------------------------------------
+
+
+def _value(hit: urna.Hit, name: str) -> tuple[bool, Any]:
+    if name == "source":
+        return True, hit.source_uri
+    if name == "section":
+        return bool(hit.section_path), hit.section_path
+    if name == "page":
+        return hit.page > 0, hit.page
+    return name in hit.metadata, hit.metadata.get(name)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return isinstance(a, str) and isinstance(b, str) and a == b
+
+
+def _cmp(op: str, a: Any, b: Any) -> bool:
+    ok = (isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool)
+          and not isinstance(b, bool)) or (isinstance(a, str) and isinstance(b, str))  # fmt: skip
+    if not ok:
+        return False
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+
+
+def keeps(hit: urna.Hit, f: dict[str, Any]) -> bool:
+    for key, cond in f.items():
+        if key == "$and":
+            ok = all(keeps(hit, c) for c in cond)
+        elif key == "$or":
+            ok = any(keeps(hit, c) for c in cond)
+        elif key == "$not":
+            ok = not keeps(hit, cond)
+        else:
+            present, value = _value(hit, key)
+            conds = cond if isinstance(cond, dict) else {"$eq": cond}
+            ok = all(_leaf(op, present, value, v) for op, v in conds.items())
+        if not ok:
+            return False
+    return True
+
+
+def _leaf(op: str, present: bool, value: Any, wanted: Any) -> bool:
+    if op == "$exists":
+        return present == wanted
+    if op == "$ne":
+        return not (present and _eq(value, wanted))
+    if op == "$nin":
+        return not (present and any(_eq(value, w) for w in wanted))
+    if not present:
+        return False
+    if op == "$eq":
+        return _eq(value, wanted)
+    if op == "$in":
+        return any(_eq(value, w) for w in wanted)
+    if op == "$contains":
+        return isinstance(value, list) and wanted in value
+    return _cmp(op, value, wanted)
+
+
+# --- random filters over the corpus's own fields -----------------------------------------
+
+SCALARS = {
+    "year": st.integers(2013, 2025),
+    "score": st.floats(0, 5, allow_nan=False).map(lambda x: round(x, 2)),
+    "qty": st.integers(0, 8),
+    "price": st.floats(0, 12, allow_nan=False),
+    "draft": st.booleans(),
+    "author": st.sampled_from(["ada", "grace", "alan", "nobody"]),
+    "lang": st.sampled_from(["en", "de", "fr", "xx"]),
+    "format": st.sampled_from(["markdown", "jsonl", "csv", "pdf", "docx"]),
+    "published": st.dates(dt.date(2014, 1, 1), dt.date(2025, 1, 1)).map(str),
+    "when": st.dates(dt.date(2019, 1, 1), dt.date(2023, 1, 1)).map(str),
+    "page": st.integers(0, 2),
+}
+ORDERED = ("year", "score", "qty", "price", "published", "when", "page")
+
+
+@st.composite
+def leaf(draw: Any) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["cmp", "eq", "list", "contains", "exists"]))
+    if kind == "contains":
+        return {"tags": {"$contains": draw(st.sampled_from(TAGS))}}
+    if kind == "exists":
+        return {draw(st.sampled_from([*SCALARS, "tags"])): {"$exists": draw(st.booleans())}}
+    if kind == "cmp":
+        name = draw(st.sampled_from(ORDERED))
+        op = draw(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]))
+        return {name: {op: draw(SCALARS[name])}}
+    name = draw(st.sampled_from(list(SCALARS)))
+    if kind == "list":
+        op = draw(st.sampled_from(["$in", "$nin"]))
+        return {name: {op: draw(st.lists(SCALARS[name], min_size=1, max_size=3))}}
+    value = draw(SCALARS[name])
+    return (
+        {name: value}
+        if draw(st.booleans())
+        else {name: {draw(st.sampled_from(["$eq", "$ne"])): value}}
+    )
+
+
+filters = st.recursive(
+    leaf(),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"$and": xs}),
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"$or": xs}),
+        inner.map(lambda x: {"$not": x}),
+    ),
+    max_leaves=4,
+)
+MODES = ["exact", "ann", "text", "vector", "hybrid"]
+
+
+def _query(corpus: Any, mode: str, k: int, where: Any = None) -> Query:
+    if mode in ("exact", "ann"):
+        return Query(vector=corpus.embedding(3), k=k, method=mode, where=where)
+    n = corpus.n_chunks
+    return Query(text="python search shards", k=k, mode=mode, candidates=n, where=where)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(f=filters, mode=st.sampled_from(MODES), k=st.integers(1, 12))
+def test_a_filter_keeps_what_a_plain_evaluation_keeps(
+    corpus: Any, f: dict, mode: str, k: int
+) -> None:
+    everything = corpus.run(_query(corpus, mode, corpus.n_chunks))
+    expected = [h.chunk_id for h in everything.hits if keeps(h, f)][:k]
+    try:
+        found = corpus.run(_query(corpus, mode, k, f))
+    except urna.QueryError as exc:  # a value type no chunk of the field holds
+        assert "does not fit" in str(exc), exc
+        return
+    assert [h.chunk_id for h in found.hits] == expected
+    if not expected and found.n_searched == 0:
+        assert "the filter keeps 0 of" in found.note
+
+
+def test_fields_are_typed_and_listed(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as file, urna.open(built["collection"]) as col:
+        fields = file.fields()
+        assert fields == col.fields()
+    assert fields["year"] == {"integer": 24 * 2 + 12} or "integer" in fields["year"]
+    assert set(fields["tags"]) == {"list"} and set(fields["published"]) == {"date"}
+    assert set(fields["price"]) == {"float"} and set(fields["qty"]) == {"integer"}
+    assert set(fields["draft"]) == {"boolean"} and set(fields["when"]) == {"date"}
+    assert {"title", "author", "created", "format", "source", "section", "page"} <= set(fields)
+    stats = run("stats", str(built["file"]))
+    assert "year: integer" in stats.stdout and "tags: list" in stats.stdout
+
+
+def test_pdf_and_docx_properties(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as corpus:
+        pdf = corpus.run(Query(text="paper", k=1, mode="text", where={"format": "pdf"})).hits[0]
+        memo = corpus.run(Query(text="ranking", k=1, mode="text", where={"format": "docx"})).hits[0]
+    assert pdf.metadata["title"] == "A paper on search" and pdf.metadata["author"] == "grace"
+    assert pdf.metadata["created"] == "2019-05-04T12:00:00Z"
+    assert memo.metadata["title"] == "Shard notes" and memo.metadata["created"].startswith(
+        "2022-03-01"
+    )
+
+
+def test_front_matter_is_not_text(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as corpus:
+        for i in range(corpus.n_chunks):
+            assert "published:" not in corpus.chunk(i).text
+
+
+def test_errors_name_the_fields(built: dict[str, Path]) -> None:
+    f = str(built["file"])
+    message = assert_error(
+        run("search-text", f, "x", "--where", '{"colour": "red"}'), "unknown field"
+    )
+    assert "year" in message and "tags" in message
+    assert_error(run("search-text", f, "x", "--where", '{"tags": "rust"}'), "$contains")
+    assert_error(run("search-text", f, "x", "--where", '{"year": {"$gt": "abc"}}'), "does not fit")
+    assert_error(
+        run("search-text", f, "x", "--where", '{"year": {"$near": 1}}'), "unknown operator"
+    )
+    assert_error(run("search-text", f, "x", "--where", "{not json"), "invalid where filter")
+    empty = run("find", f, "python", "--where", '{"year": 1900}')
+    assert empty.exit_code == 0 and "filter keeps 0 of" in empty.stdout
+
+
+def test_source_follows_gitignore_rules(built: dict[str, Path]) -> None:
+    f = str(built["file"])
+    found = run("find", f, "money", "--source", "taxes*", "--mode", "text", "--json")
+    assert found.exit_code == 0, found.stderr
+    assert {h["source_uri"] for h in json.loads(found.stdout)} == {"docs/taxes.md"}
+    with urna.open(built["file"]) as corpus:
+        deep = corpus.run(Query(text="search", k=50, mode="text", source="**/notes/**"))
+        assert deep.hits and all(h.source_uri.startswith("docs/notes/") for h in deep.hits)
+        none = corpus.run(Query(text="search", k=50, mode="text", source="notes/**"))
+        assert not none.hits  # a pattern with a slash is anchored at the root
+        records = corpus.run(Query(text="search", k=50, mode="text", source="*.jsonl"))
+        assert records.hits and all(
+            h.source_uri.startswith("docs/records.jsonl#") for h in records.hits
+        )
+
+
+def test_cli_http_and_mcp_agree(built: dict[str, Path]) -> None:
+    where = {"$or": [{"year": {"$gte": 2020}}, {"tags": {"$contains": "rust"}}]}
+    with urna.open(built["collection"]) as corpus:
+        expected = [h.chunk_id for h in corpus.run(
+            Query(text="python search", k=5, mode="text", where=where)).hits]  # fmt: skip
+    assert expected
+    cli = run("search-text", str(built["collection"]), "python search", "--mode", "text",
+              "-k", "5", "--where", json.dumps(where), "--json")  # fmt: skip
+    assert [h["chunk_id"] for h in json.loads(cli.stdout)["hits"]] == expected
+    server = Server([built["collection"]])
+    try:
+        params = {"db": "three", "q": "python search", "mode": "text", "limit": "5",
+                  "where": json.dumps(where)}  # fmt: skip
+        status, body = server.get("/v1/search?" + q(params))
+        assert status == 200, body
+        assert [h["chunk_id"] for h in body["hits"]] == expected
+        assert body["terms"] == ["python", "search"] and "year" in body["hits"][0]["metadata"]
+        posted = _post(server.base + "/v1/search", {**params, "limit": 5, "where": where})
+        assert [h["chunk_id"] for h in posted["hits"]] == expected
+        status, bad = server.get("/v1/search?" + q({**params, "where": '{"colour": 1}'}))
+        assert status == 400 and "unknown field" in json.dumps(bad)
+        if importlib.util.find_spec("mcp") is not None:
+            assert _mcp_search(server.base + "/mcp", where) == expected
+    finally:
+        server.stop()
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def _mcp_search(url: str, where: dict[str, Any]) -> list[str]:
+    import anyio
+    from mcp import Client
+
+    out: list[str] = []
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with Client(url) as client:
+                args = {"query": "python search", "mode": "text", "limit": 5, "where": where}
+                found = await client.call_tool("search", args)
+                body = json.loads(found.content[0].text)
+                out.extend(h["chunk_id"] for h in body["hits"])
+
+    anyio.run(main)
+    return out
