@@ -55,6 +55,7 @@ def document(hit: Hit) -> Document:
             "score_type": hit.score_type,
             "ranks": hit.ranks,
             "model": hit.model,
+            "fields": hit.metadata,  # the chunk's own metadata (front matter, record fields)
         },
     )
 
