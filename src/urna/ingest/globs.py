@@ -35,6 +35,9 @@ class PathGlob:
             )
         object.__setattr__(self, "_spec", pathspec.GitIgnoreSpec.from_lines([text]))
 
+    def __reduce__(self) -> tuple[type[PathGlob], tuple[str]]:
+        return PathGlob, (self.pattern,)  # sent to a remote shard as its text
+
     def keeps(self, source_uri: str) -> bool:
         path = source_uri.partition("#")[0]
         spec = self._spec

@@ -40,7 +40,7 @@ class Collection(SearchAPI):
         self.shards = list(shards)
         self._searcher = Searcher(self.shards)
         self._offsets = self._searcher.offsets
-        self._by_hash = {s.facts.content_hash: i for i, s in enumerate(self.shards)}
+        self._by_hash = {s.content_hash: i for i, s in enumerate(self.shards)}
         first = self.shards[0].facts
         self.manifest: dict[str, Any] = first.manifest
         self.fusion: FusionParams = first.fusion

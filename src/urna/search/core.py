@@ -44,6 +44,9 @@ from urna.search.text import rank, route
 T = TypeVar("T")
 
 
+PARALLEL_MIN = 20_000  # chunks in the smallest shard before threads pay (bench_fanout.py)
+
+
 class Searcher:
     """Runs queries over shards in catalog order (a file: one shard)."""
 
@@ -61,6 +64,10 @@ class Searcher:
         self.tokenize = tokenizer_for(first.tokenizer or "") or tokenize
         workers = min(len(self.shards), os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(workers, "urna-shard") if workers > 1 else None
+        # Threads pay for remote shards (each call waits on another process) and for local
+        # shards big enough that a call outweighs a thread's hand-off (measured).
+        smallest = min(s.facts.n_chunks for s in self.shards)
+        self.parallel = any(s.remote for s in self.shards) or smallest >= PARALLEL_MIN
         self._schema: dict[str, dict[str, int]] | None = None
 
     @property
@@ -71,9 +78,10 @@ class Searcher:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def each(self, call: Callable[[Shard], T]) -> list[T]:
-        """``call`` on every shard, in shard order (in parallel when there are several)."""
-        if self._pool is None:
+    def each(self, call: Callable[[Shard], T], *, threads: bool = True) -> list[T]:
+        """``call`` on every shard, in shard order: in parallel threads when there are
+        several, ``threads`` allows it and the shards are worth it (``parallel``)."""
+        if self._pool is None or not (threads and self.parallel):
             return [call(s) for s in self.shards]
         return list(self._pool.map(call, self.shards))
 
@@ -102,7 +110,7 @@ class Searcher:
     def run(self, query: Query) -> SearchResult:
         k = check_k(query.k)
         kept = self.kept(query)
-        searched = sum(self.each(lambda s: s.count(kept))) if kept else self.n_chunks
+        searched = sum(self.each(lambda s: s.count(kept), threads=False)) if kept else self.n_chunks
         if query.method == "text":
             return self._text(query, k, kept, searched)
         if query.vector is None:
@@ -141,16 +149,16 @@ class Searcher:
 
     def _ranked(self, parts: list[Ranking], k: int, searched: int, t0: float) -> SearchResult:
         """Each shard's own ranked answer, merged; exact when every shard ran exact."""
-        ran = [p.index_type for p in parts if p.index_type != "exact"]
-        index_type = ran[0] if ran else "exact"
+        ran = [p for p in parts if p.index_type != "exact"] or parts
+        index_type, precision, model = ran[0].index_type, ran[0].precision, ran[0].model
         reranked = index_type in ("hnsw", "graph")
         idx, scores = merge_top(
             [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)],
             k,
             self.source_uris,
         )
-        spec = HitSpec(index_type, reranked=reranked, precision=parts[0].precision)
-        hits = self.make_hits(idx, scores, replace(spec, model=parts[0].model))
+        spec = HitSpec(index_type, reranked=reranked, precision=precision, model=model)
+        hits = self.make_hits(idx, scores, spec)
         exact = index_type in ("exact", "space")
         note = None if exact else RERANK_NOTE
         return SearchResult(
@@ -226,7 +234,9 @@ class Searcher:
     # --- each method's candidates, merged ----------------------------------------
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
-        parts = self.each(lambda s: s.vector_top(q, depth, kept))
+        # A local exact scan is BLAS's, on every core already: threads only add contention.
+        remote = any(s.remote for s in self.shards)
+        parts = self.each(lambda s: s.vector_top(q, depth, kept), threads=remote)
         if len(parts) == 1:
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)

@@ -42,6 +42,8 @@ RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (
 class FileShard(FileView):
     """A .urna file opened for searching (``Corpus`` adds the public methods)."""
 
+    remote = False
+
     def __init__(self, container: Container) -> None:
         super().__init__(container)
         self.fusion = FusionParams.from_manifest(self.manifest)
@@ -59,8 +61,6 @@ class FileShard(FileView):
             n_chunks=self.n_chunks,
             dim=self.dim,
             model=self.model,
-            content_hash=self.content_hash,
-            file_hash=self.file_hash,
             manifest=dict(self.manifest),
             fusion=self.fusion,
             tokenizer=self._bm25.tokenizer if self._bm25 is not None else None,

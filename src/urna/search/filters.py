@@ -5,9 +5,10 @@ filter keeps, so it returns k hits whenever k such chunks exist (and, for BM25, 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -56,16 +57,30 @@ def make_filter(
 class FilterIndex:
     """The ordinals each filter keeps in one file, computed once per filter (16 kept)."""
 
+    KEPT = 16  # bounded: filters come from requests too; each entry is up to 8 bytes a chunk
+
     def __init__(self, columns: FieldColumns) -> None:
         self._columns = columns
-        # Bounded: filters come from requests too; each entry is up to 8 bytes per chunk.
-        self._allowed = lru_cache(maxsize=16)(self._compute)
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     def allowed(self, kept: Filter | None) -> np.ndarray | None:
         """Sorted ordinals the filter keeps, or None for no filter (every chunk)."""
         if kept is None or not kept.active:
             return None
-        return self._allowed(kept)
+        # Keyed by the repr, which tells 1, 1.0 and true apart (equal as Python values).
+        key = repr(kept)
+        with self._lock:
+            found = self._recent.get(key)
+            if found is not None:
+                self._recent.move_to_end(key)
+                return found
+        found = self._compute(kept)
+        with self._lock:
+            self._recent[key] = found
+            while len(self._recent) > self.KEPT:
+                self._recent.popitem(last=False)
+        return found
 
     def _compute(self, kept: Filter) -> np.ndarray:
         cols = self._columns

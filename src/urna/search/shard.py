@@ -32,8 +32,6 @@ class ShardFacts:
     n_chunks: int
     dim: int
     model: str
-    content_hash: str
-    file_hash: str
     manifest: dict[str, Any]
     fusion: FusionParams
     tokenizer: str | None  # the BM25 index's tokenizer, None without one
@@ -68,7 +66,16 @@ class HitSpec:
 
 
 class Shard(Protocol):
+    """``facts`` are known at open; the hashes may be computed on first use (a file's are)."""
+
     facts: ShardFacts
+    remote: bool  # answered by another process (the core asks such shards in parallel)
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def file_hash(self) -> str: ...
 
     def schema(self) -> Schema: ...
 

@@ -42,8 +42,9 @@ class ShardServer:
         mode: Verify = "full" if verify == "full" else "trusted"
         self.shard = open_shard(path, verify=mode, private=True)
 
-    def facts(self) -> ShardFacts:
-        return self.shard.facts
+    def facts(self) -> tuple[ShardFacts, str, str]:
+        """The shard's facts, its content_hash and its file_hash."""
+        return self.shard.facts, self.shard.content_hash, self.shard.file_hash
 
     def schema(self) -> Schema:
         return self.shard.schema()
@@ -105,9 +106,11 @@ class RemoteShard:
     """The ``Shard`` calls, answered by a shard deployment (blocking; the core calls it from
     its threads). Each call names the deployment's method as an attribute, never a string."""
 
-    def __init__(self, handle: Any, facts: ShardFacts) -> None:
+    remote = True
+
+    def __init__(self, handle: Any, facts: tuple[ShardFacts, str, str]) -> None:
         self._handle = handle
-        self.facts = facts
+        self.facts, self.content_hash, self.file_hash = facts
 
     def schema(self) -> Schema:
         result: Schema = self._handle.schema.remote().result()
@@ -199,7 +202,7 @@ class CollectionIngress:
         parsed = parse_catalog(json.loads(catalog))
         facts = await asyncio.gather(*(h.facts.remote() for h in shards))
         expected = [e.content_hash for e in parsed.shards if e.file]
-        if [f.content_hash for f in facts] != expected:
+        if [f[1] for f in facts] != expected:
             raise FormatError(
                 "a shard deployment serves another file than the catalog names",
                 check=19,

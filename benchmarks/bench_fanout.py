@@ -1,0 +1,98 @@
+"""A collection's fan-out: the same documents as one file and as a 4-shard collection, the
+shards asked one after another and in parallel threads (the default), per query path.
+
+    python benchmarks/bench_fanout.py [--docs 40000] [--shards 4] [--queries 50]
+
+Documents are generated (a few sentences each) and embedded with the static model
+(minilm-static), so the build takes seconds. Ratios are against the one file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import urna
+from timing import per_query
+from urna import Query
+
+WORDS = [
+    "search",
+    "index",
+    "vector",
+    "citation",
+    "shard",
+    "filter",
+    "python",
+    "rust",
+    "ranking",
+    "metadata",
+    "corpus",
+    "query",
+    "token",
+    "model",
+    "embedding",
+    "graph",
+    "span",
+    "source",
+    "byte",
+    "hash",
+]
+URNA = str(Path(sys.executable).parent / "urna")
+
+
+def write_docs(folder: Path, n: int) -> None:
+    rng = random.Random(0)
+    for i in range(n):
+        sub = folder / f"d{i % 100:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        text = " ".join(rng.choice(WORDS) for _ in range(40))
+        (sub / f"doc{i:05d}.md").write_text(f"# Doc {i}\n\n{text}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=40_000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--queries", type=int, default=50)
+    args = parser.parse_args()
+    rng = random.Random(1)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(args.queries)]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_docs(root / "docs", args.docs)
+        for out, extra in ((root / "one.urna", []), (root / "col", ["--shards", str(args.shards)])):
+            subprocess.run([URNA, "build", str(root / "docs"), "-o", str(out), "--model",
+                            "minilm-static", *extra],
+                           check=True, capture_output=True)  # fmt: skip
+        with urna.open(root / "one.urna") as one, urna.open(root / "col") as col:
+            print(f"{one.n_chunks:,} chunks, dim {one.dim}; {args.shards} shards")
+            vectors = [one.embedding(i * 7) for i in range(args.queries)]
+            cases = {
+                "exact": (lambda c, v: c.run(Query(vector=v, k=10, method="exact")), vectors),
+                "ann": (lambda c, v: c.run(Query(vector=v, k=10, method="ann")), vectors),
+                "bm25": (lambda c, t: c.run(Query(text=t, k=10, mode="text")), texts),
+                "hybrid": (lambda c, t: c.run(Query(text=t, k=10, mode="hybrid")), texts),
+            }
+            searcher = col._searcher
+            chosen = searcher.parallel
+            print(f"  the core's choice for these shards: {'threads' if chosen else 'serial'}")
+            for name, (fn, inputs) in cases.items():
+                base = per_query(lambda x, fn=fn: fn(one, x), inputs) * 1000
+                timed = {}
+                for parallel in (True, False):
+                    searcher.parallel = parallel
+                    timed[parallel] = per_query(lambda x, fn=fn: fn(col, x), inputs) * 1000
+                searcher.parallel = chosen
+                par, ser = timed[True], timed[False]
+                print(f"  {name:<7} one file {base:7.3f} ms   collection threads {par:7.3f} ms "
+                      f"({par / base:4.2f}x)   one after another {ser:7.3f} ms "
+                      f"({ser / base:4.2f}x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
