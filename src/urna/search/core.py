@@ -67,7 +67,8 @@ class Searcher:
         # Threads pay for remote shards (each call waits on another process) and for local
         # shards big enough that a call outweighs a thread's hand-off (measured).
         smallest = min(s.facts.n_chunks for s in self.shards)
-        self.parallel = any(s.remote for s in self.shards) or smallest >= PARALLEL_MIN
+        self.remote = any(s.remote for s in self.shards)
+        self.parallel = self.remote or smallest >= PARALLEL_MIN
         self._schema: dict[str, dict[str, int]] | None = None
 
     @property
@@ -152,11 +153,14 @@ class Searcher:
         ran = [p for p in parts if p.index_type != "exact"] or parts
         index_type, precision, model = ran[0].index_type, ran[0].precision, ran[0].model
         reranked = index_type in ("hnsw", "graph")
-        idx, scores = merge_top(
-            [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)],
-            k,
-            self.source_uris,
-        )
+        if len(parts) == 1:
+            idx, scores = parts[0].ordinals, parts[0].scores
+        else:
+            idx, scores = merge_top(
+                [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)],
+                k,
+                self.source_uris,
+            )
         spec = HitSpec(index_type, reranked=reranked, precision=precision, model=model)
         hits = self.make_hits(idx, scores, spec)
         exact = index_type in ("exact", "space")
@@ -197,6 +201,8 @@ class Searcher:
         t0 = time.perf_counter()
         terms = self.tokenize(text)
         index_type = "exact" if chosen.mode == "vector" else chosen.mode
+        # After a BLAS scan (hybrid), local BM25 threads only contend with BLAS's own.
+        alone = chosen.mode == "text" or self.remote
         if kept is not None and searched == 0:
             result = self._nothing_kept(index_type, k, t0)
             return replace(result, mode=chosen.mode, terms=terms)
@@ -206,7 +212,7 @@ class Searcher:
             route=chosen,
             dim=self.dim,
             vector_top=lambda q, depth: self.vector_top(q, depth, kept),
-            text_top=(lambda _, depth: self.text_top(terms, depth, kept))
+            text_top=(lambda _, depth: self.text_top(terms, depth, kept, alone))
             if self.has_text_index
             else None,
             fusion=fusion,
@@ -235,16 +241,17 @@ class Searcher:
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
         # A local exact scan is BLAS's, on every core already: threads only add contention.
-        remote = any(s.remote for s in self.shards)
-        parts = self.each(lambda s: s.vector_top(q, depth, kept), threads=remote)
+        parts = self.each(lambda s: s.vector_top(q, depth, kept), threads=self.remote)
         if len(parts) == 1:
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)
 
-    def text_top(self, tokens: list[str], depth: int, kept: Filter | None) -> TextHits:
-        stats = TermStats.combine(self.each(lambda s: s.term_stats(tokens)))  # round 1
+    def text_top(
+        self, tokens: list[str], depth: int, kept: Filter | None, threads: bool = True
+    ) -> TextHits:
+        stats = TermStats.combine(self.each(lambda s: s.term_stats(tokens), threads=threads))
         shared = stats if len(self.shards) > 1 else None  # one shard: its own weights
-        parts = self.each(lambda s: s.text_top(tokens, shared, depth, kept))  # round 2
+        parts = self.each(lambda s: s.text_top(tokens, shared, depth, kept), threads=threads)
         if len(parts) == 1:
             idx, scores = parts[0]
         else:

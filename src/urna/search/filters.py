@@ -9,6 +9,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -50,8 +51,13 @@ def make_filter(
             raise QueryError(f"section filter of {len(section)} characters, at most {MAX_PATTERN}")
     if source is not None and not isinstance(source, str):
         raise QueryError("invalid source filter: expected a string")
-    made = Filter(PathGlob(source) if source else None, section or None, parse_where(where))
+    made = Filter(_glob(source) if source else None, section or None, parse_where(where))
     return made if made.active else None
+
+
+@lru_cache(maxsize=64)
+def _glob(pattern: str) -> PathGlob:
+    return PathGlob(pattern)  # compiled once per pattern, not once per query
 
 
 class FilterIndex:
