@@ -38,7 +38,11 @@ def exercise(corpus: urna.Corpus) -> None:
     """Every search path the file supports; every hit a real chunk with a finite score."""
     rng = np.random.default_rng(0)
     q = rng.standard_normal(corpus.dim)
-    calls = [lambda: corpus.search(q, k=5), lambda: corpus.search(q, k=3, source="*.md")]
+    calls = [
+        lambda: corpus.search(q, k=5),
+        lambda: corpus.search(q, k=3, source="*.md"),
+        lambda: corpus.search(q, k=3, where={"$or": [{"format": "markdown"}, {"n": {"$gt": 2}}]}),
+    ]
     if corpus.has_ann_index:
         calls.append(lambda: corpus.search_ann(q, k=5))
     if corpus.has_graph_index:

@@ -308,29 +308,59 @@ def test_source_follows_gitignore_rules(built: dict[str, Path]) -> None:
         )
 
 
-def test_cli_http_and_mcp_agree(built: dict[str, Path]) -> None:
-    where = {"$or": [{"year": {"$gte": 2020}}, {"tags": {"$contains": "rust"}}]}
+EVERY_OPERATOR = [
+    {"author": "ada"},
+    {"author": {"$eq": "grace"}},
+    {"author": {"$ne": "grace"}},
+    {"year": {"$gt": 2019}},
+    {"year": {"$gte": 2020, "$lte": 2021}},
+    {"score": {"$lt": 2.5}},
+    {"lang": {"$in": ["de", "fr"]}},
+    {"lang": {"$nin": ["de"]}},
+    {"tags": {"$contains": "rust"}},
+    {"author": {"$exists": False}},
+    {"published": {"$gte": "2019-01-01"}},
+    {"$and": [{"draft": False}, {"year": {"$gte": 2016}}]},
+    {"$or": [{"year": {"$gte": 2022}}, {"tags": {"$contains": "db"}}]},
+    {"$not": {"format": "markdown"}},
+]
+
+
+def test_cli_http_and_mcp_keep_what_a_plain_evaluation_keeps(built: dict[str, Path]) -> None:
+    """Every operator through every shell, on the collection, against the reference."""
+    text = "python search"
     with urna.open(built["collection"]) as corpus:
-        expected = [h.chunk_id for h in corpus.run(
-            Query(text="python search", k=5, mode="text", where=where)).hits]  # fmt: skip
-    assert expected
-    cli = run("search-text", str(built["collection"]), "python search", "--mode", "text",
-              "-k", "5", "--where", json.dumps(where), "--json")  # fmt: skip
-    assert [h["chunk_id"] for h in json.loads(cli.stdout)["hits"]] == expected
+        everything = corpus.run(Query(text=text, k=corpus.n_chunks, mode="text")).hits
+        vector = corpus.embedding(5)
+        all_vec = corpus.run(Query(vector=vector, k=corpus.n_chunks, method="ann")).hits
+    expected = [[h.chunk_id for h in everything if keeps(h, f)][:5] for f in EVERY_OPERATOR]
+    assert all(expected) and len({tuple(e) for e in expected}) > 5
+    col = str(built["collection"])
+    for f, wanted in zip(EVERY_OPERATOR[:5], expected, strict=False):
+        cli = run("search-text", col, text, "--mode", "text", "-k", "5", "--where", json.dumps(f),
+                  "--json")  # fmt: skip
+        assert [h["chunk_id"] for h in json.loads(cli.stdout)["hits"]] == wanted, f
+    f = EVERY_OPERATOR[8]
+    ann = run("search-ann", col, json.dumps([float(x) for x in vector]), "-k", "5",
+              "--where", json.dumps(f), "--json")  # fmt: skip
+    assert [h["chunk_id"] for h in json.loads(ann.stdout)["hits"]] == [
+        h.chunk_id for h in all_vec if keeps(h, f)
+    ][:5]
     server = Server([built["collection"]])
     try:
-        params = {"db": "three", "q": "python search", "mode": "text", "limit": "5",
-                  "where": json.dumps(where)}  # fmt: skip
-        status, body = server.get("/v1/search?" + q(params))
-        assert status == 200, body
-        assert [h["chunk_id"] for h in body["hits"]] == expected
-        assert body["terms"] == ["python", "search"] and "year" in body["hits"][0]["metadata"]
-        posted = _post(server.base + "/v1/search", {**params, "limit": 5, "where": where})
-        assert [h["chunk_id"] for h in posted["hits"]] == expected
+        for f, wanted in zip(EVERY_OPERATOR, expected, strict=True):
+            params = {"db": "three", "q": text, "mode": "text", "limit": "5",
+                      "where": json.dumps(f)}  # fmt: skip
+            status, body = server.get("/v1/search?" + q(params))
+            assert status == 200, body
+            assert [h["chunk_id"] for h in body["hits"]] == wanted, f
+            posted = _post(server.base + "/v1/search", {**params, "limit": 5, "where": f})
+            assert [h["chunk_id"] for h in posted["hits"]] == wanted, f
+        assert body["terms"] == ["python", "search"] and "format" in body["hits"][0]["metadata"]
         status, bad = server.get("/v1/search?" + q({**params, "where": '{"colour": 1}'}))
         assert status == 400 and "unknown field" in json.dumps(bad)
         if importlib.util.find_spec("mcp") is not None:
-            assert _mcp_search(server.base + "/mcp", where) == expected
+            assert _mcp_search(server.base + "/mcp", text, EVERY_OPERATOR) == expected
     finally:
         server.stop()
 
@@ -342,19 +372,20 @@ def _post(url: str, body: dict[str, Any]) -> Any:
         return json.loads(response.read())
 
 
-def _mcp_search(url: str, where: dict[str, Any]) -> list[str]:
+def _mcp_search(url: str, text: str, filters: list[dict[str, Any]]) -> list[list[str]]:
     import anyio
     from mcp import Client
 
-    out: list[str] = []
+    out: list[list[str]] = []
 
     async def main() -> None:
         with anyio.fail_after(120):
             async with Client(url) as client:
-                args = {"query": "python search", "mode": "text", "limit": 5, "where": where}
-                found = await client.call_tool("search", args)
-                body = json.loads(found.content[0].text)
-                out.extend(h["chunk_id"] for h in body["hits"])
+                for where in filters:
+                    args = {"query": text, "mode": "text", "limit": 5, "where": where}
+                    found = await client.call_tool("search", args)
+                    body = json.loads(found.content[0].text)
+                    out.append([h["chunk_id"] for h in body["hits"]])
 
     anyio.run(main)
     return out

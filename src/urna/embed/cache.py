@@ -4,13 +4,19 @@ A vector depends only on the model and the text it embeds, so keying by the
 text (rather than by chunk_id, which also covers the span) means a chunk that
 only moved inside its file is never embedded again. Stored in one SQLite file
 under the cache folder; every write is a transaction.
+
+Several build processes may share the file (``--jobs``). SQLite answers "database is locked"
+without waiting in a few cases its busy timeout does not cover (two connections switching a
+new file to WAL at once, or a deferred transaction that cannot upgrade), so the setup and
+each write are retried, bounded in time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +32,25 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 
+RETRY_SECONDS = 60.0
+
+
+def _retrying(step: Callable[[], None]) -> None:
+    """Run ``step``, again after a pause while SQLite says the file is locked or busy."""
+    deadline = time.monotonic() + RETRY_SECONDS
+    pause = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(0.5, pause * 2)
+
+
 def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -34,10 +59,13 @@ class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(SCHEMA)
-        self._db.commit()
+        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+
+        def setup() -> None:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(SCHEMA)
+
+        _retrying(setup)
 
     def get_many(self, model_hash: str, texts: Sequence[str], dim: int) -> list[np.ndarray | None]:
         out: list[np.ndarray | None] = []
@@ -64,8 +92,17 @@ class EmbeddingCache:
             (model_hash, text_key(t), int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes())
             for t, v in zip(texts, vectors, strict=True)
         ]
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+
+        def write() -> None:
+            self._db.execute("BEGIN IMMEDIATE")  # the write lock first: no upgrade to fail
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+        _retrying(write)
 
     def close(self) -> None:
         self._db.close()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.errors import CitationError, QueryError
+from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
 from urna.format.reader import Container
 from urna.index.bm25 import GlobalScorer, TermStats, load_bm25, positive_top
@@ -229,7 +229,11 @@ class FileShard(FileView):
 
     def info(self) -> dict[str, Any]:
         """Everything ``urna stats`` and ``urna inspect --json`` show, the fields included."""
-        return {**super().info(), "fields": self.schema()}
+        try:
+            fields: dict[str, Any] = {"fields": self.schema()}
+        except FormatError as exc:  # a forged 0x11: the file's facts are still shown
+            fields = {"fields_error": str(exc)}
+        return {**super().info(), **fields}
 
     def validate(self) -> AuditReport:
         """Recompute every chunk id, check they are unique, walk every vector for NaN/Inf and

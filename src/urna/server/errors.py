@@ -107,14 +107,28 @@ def install(app: FastAPI) -> None:
         return _response(400, "bad_request", f"{where or 'request'}: {first.get('msg', 'invalid')}")
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         response = _response(exc.status_code, code, str(exc.detail))
         for name, value in (exc.headers or {}).items():  # 405 carries Allow
             response.headers[name] = value
+        if exc.status_code == 405:  # every method of the path (GET and POST /v1/search)
+            response.headers["Allow"] = ", ".join(_allowed(request))
         return response
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error")
         return _response(500, "internal", f"{type(exc).__name__}: {exc}")
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods of every route whose path matches the request's."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)

@@ -24,7 +24,9 @@ class SearchParams(BaseModel):
     fusion: Fusion | None = None
     source: str | None = Field(None, max_length=500, description="a path pattern (.gitignore)")
     section: str | None = Field(None, max_length=500, description="section path prefix")
-    where: str | None = Field(None, max_length=100_000, description=f"{WHERE_HELP}, as JSON")
+    # A URL must fit the server's request line (h11: 16 KiB, all parameters at their most,
+    # percent-encoded): a longer filter goes in a POST body.
+    where: str | None = Field(None, max_length=2000, description=f"{WHERE_HELP}, as JSON")
 
 
 class SearchBody(SearchParams):
