@@ -25,7 +25,9 @@ def _writer(folder: str, seed: int, start: Any, results: Any) -> None:
             vectors = rng.standard_normal((20, 8)).astype(np.float32)
             cache.put_many("m", texts, vectors)
             back = cache.get_many("m", texts, 8)
-            found += sum(v is not None and np.array_equal(v, w) for v, w in zip(back, vectors))
+            found += sum(
+                v is not None and np.array_equal(v, w) for v, w in zip(back, vectors, strict=True)
+            )
             cache.close()
         results.put((seed, found))
     except Exception as exc:  # reported, not lost in the child
