@@ -79,19 +79,16 @@ def main() -> None:
                 "hybrid": (lambda c, t: c.run(Query(text=t, k=10, mode="hybrid")), texts),
             }
             searcher = col._searcher
-            chosen = searcher.parallel
-            print(f"  the core's choice for these shards: {'threads' if chosen else 'serial'}")
+            choice = "threads" if searcher.parallel else "one after another"
+            print(f"  the core's choice for these shards: {choice}")
             for name, (fn, inputs) in cases.items():
                 base = per_query(lambda x, fn=fn: fn(one, x), inputs) * 1000
-                timed = {}
-                for parallel in (True, False):
-                    searcher.parallel = parallel
-                    timed[parallel] = per_query(lambda x, fn=fn: fn(col, x), inputs) * 1000
-                searcher.parallel = chosen
-                par, ser = timed[True], timed[False]
-                print(f"  {name:<7} one file {base:7.3f} ms   collection threads {par:7.3f} ms "
-                      f"({par / base:4.2f}x)   one after another {ser:7.3f} ms "
-                      f"({ser / base:4.2f}x)")  # fmt: skip
+                parts = [f"  {name:<7} one file {base:7.3f} ms  4 shards:"]
+                for policy in ("always", "never", "auto"):
+                    searcher.threads = policy
+                    ms = per_query(lambda x, fn=fn: fn(col, x), inputs) * 1000
+                    parts.append(f"{policy} {ms:7.3f} ms ({ms / base:4.2f}x)")
+                print("  ".join(parts))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ class Searcher:
         smallest = min(s.facts.n_chunks for s in self.shards)
         self.remote = any(s.remote for s in self.shards)
         self.parallel = self.remote or smallest >= PARALLEL_MIN
+        self.threads = "auto"  # or "always", "never" (benchmarks/bench_fanout.py compares)
         self._schema: dict[str, dict[str, int]] | None = None
 
     @property
@@ -82,7 +83,8 @@ class Searcher:
     def each(self, call: Callable[[Shard], T], *, threads: bool = True) -> list[T]:
         """``call`` on every shard, in shard order: in parallel threads when there are
         several, ``threads`` allows it and the shards are worth it (``parallel``)."""
-        if self._pool is None or not (threads and self.parallel):
+        chosen = {"always": True, "never": False}.get(self.threads, threads and self.parallel)
+        if self._pool is None or not chosen:
             return [call(s) for s in self.shards]
         return list(self._pool.map(call, self.shards))
 
