@@ -112,8 +112,9 @@ def install(app: FastAPI) -> None:
         response = _response(exc.status_code, code, str(exc.detail))
         for name, value in (exc.headers or {}).items():  # 405 carries Allow
             response.headers[name] = value
-        if exc.status_code == 405:  # every method of the path (GET and POST /v1/search)
-            response.headers["Allow"] = ", ".join(_allowed(request))
+        documented = _allowed(request) if exc.status_code == 405 else []
+        if documented:  # every method of the path, not only the first route's
+            response.headers["Allow"] = ", ".join(documented)
         return response
 
     @app.exception_handler(Exception)
@@ -123,12 +124,14 @@ def install(app: FastAPI) -> None:
 
 
 def _allowed(request: Request) -> list[str]:
-    """The methods of every route whose path matches the request's."""
-    from starlette.routing import Match
+    """The methods the API documents for the request's path (GET and POST /v1/search), read
+    from the OpenAPI schema (FastAPI keeps it once built); none for an undocumented path."""
+    import re
 
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
+    paths = request.app.openapi().get("paths", {})
+    wanted = request.url.path
+    for template, operations in paths.items():
+        pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, wanted):
+            return sorted(m.upper() for m in operations if m != "parameters")
+    return []
