@@ -9,6 +9,7 @@ import datetime as dt
 import importlib.util
 import json
 import random
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -359,6 +360,10 @@ def test_cli_http_and_mcp_keep_what_a_plain_evaluation_keeps(built: dict[str, Pa
         assert body["terms"] == ["python", "search"] and "format" in body["hits"][0]["metadata"]
         status, bad = server.get("/v1/search?" + q({**params, "where": '{"colour": 1}'}))
         assert status == 400 and "unknown field" in json.dumps(bad)
+        huge = {**params, "limit": 5, "where": {"$or": [{"author": "x" * 1000}] * 300}}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _post(server.base + "/v1/search", huge)
+        assert refused.value.code == 413 and b"body_too_large" in refused.value.read()
         if importlib.util.find_spec("mcp") is not None:
             assert _mcp_search(server.base + "/mcp", text, EVERY_OPERATOR) == expected
     finally:

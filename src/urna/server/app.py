@@ -23,6 +23,9 @@ from urna.server.errors import error_body
 OPEN_PATHS = ("/api/health",)
 
 
+MAX_BODY = 256 * 1024  # a /v1 request body (a search with its where-filter)
+
+
 class RateLimit:
     """A token bucket per client address: ``rate`` requests a second, bursts of ``rate``.
 
@@ -96,6 +99,18 @@ def create_app(
                     status_code=401,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
+        return await call_next(request)
+
+    @app.middleware("http")
+    async def limit_body(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        size = request.headers.get("content-length", "0")
+        if request.url.path.startswith("/v1/") and (not size.isdigit() or int(size) > MAX_BODY):
+            return JSONResponse(
+                error_body("body_too_large", f"a request body is at most {MAX_BODY} bytes"),
+                status_code=413,
+            )
         return await call_next(request)
 
     app.include_router(compat.router(dbs))
