@@ -22,7 +22,7 @@ import json
 import math
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,25 +71,34 @@ def _to_json(value: Value) -> Any:
     return {"$date": str(value)} if isinstance(value, Date) else value
 
 
+def _plain(value: Any, where: str, fail: Callable[[str], Exception]) -> Value:
+    """A string, integer, float, boolean or list of strings, checked (dates are each
+    caller's: a JSON object when read, a ``date`` or ``datetime`` when built)."""
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if not -I64 <= value < I64:
+            raise fail(f"{where}: integer {value} is outside 64 bits")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise fail(f"{where}: a float must be finite")
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise fail(
+        f"{where}: {type(value).__name__} is not a metadata value (string, integer, float, "
+        "boolean, date, list of strings)"
+    )
+
+
 def _from_json(value: Any, where: str) -> Value:
     if isinstance(value, dict):
         date = value.get("$date")
         if len(value) != 1 or not isinstance(date, str) or not _DATE.fullmatch(date):
             raise _err(f'{where}: an object value must be {{"$date": ISO 8601}}')
         return Date(date)
-    if isinstance(value, bool | str):
-        return value
-    if isinstance(value, int):
-        if not -I64 <= value < I64:
-            raise _err(f"{where}: integer {value} is outside 64 bits")
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _err(f"{where}: a float must be finite")
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise _err(f"{where}: {type(value).__name__} is not a metadata value")
+    return _plain(value, where, _err)
 
 
 def encode_fields(records: Sequence[Mapping[str, Value]], of_chunk: Sequence[int]) -> bytes:
@@ -194,22 +203,7 @@ def _checked_value(item: Any, where: str) -> Value:
         return Date(item.isoformat(timespec="seconds") + "Z")
     if isinstance(item, dt.date):
         return Date(item.isoformat())
-    if isinstance(item, bool | str):
-        return item
-    if isinstance(item, int):
-        if not -I64 <= item < I64:
-            raise BuildError(f"{where}: integer {item} is outside 64 bits")
-        return item
-    if isinstance(item, float):
-        if not math.isfinite(item):
-            raise BuildError(f"{where}: a float must be finite")
-        return item
-    if isinstance(item, list | tuple) and all(isinstance(v, str) for v in item):
-        return list(item)
-    raise BuildError(
-        f"{where}: {type(item).__name__} is not a metadata value (string, integer, float, "
-        "boolean, date, list of strings)"
-    )
+    return _plain(item, where, BuildError)
 
 
 def records_of(
