@@ -1,40 +1,46 @@
-"""Build a collection: plan the shards, build those whose sources changed, write the catalog.
+"""Build a collection: write its shards, or update it by what changed; publish a version.
 
-Planning reads every source once (cheap next to embedding) to learn which shard each one
-belongs to and a digest of each shard's sources and build recipe. A shard whose digest
-equals the previous catalog's keeps its file, byte for byte; the others are built by
-``build/shard.py`` in this process, in ``jobs`` local processes, or on Ray. New shard files
-get new names, the catalog is replaced last (atomically), and only then are the files it no
-longer names removed: a reader always sees a whole collection, old or new.
+An existing collection of the same layout and recipe is **updated** (``build/update.py``):
+only the sources added, changed or removed are read, chunked and written, as one new segment
+and deletions, then the merge policy runs (``build/compact.py``). Otherwise (a first build,
+another shard count or recipe, ``--rebuild``, or a collection written before source tables)
+planning reads every source once to learn which shard each belongs to and a digest of each
+shard's sources; a shard whose digest equals the previous catalog's keeps its file, the
+others are built by ``build/shard.py`` in this process, in ``jobs`` local processes, or on
+Ray. Either way new files get new names, the new catalog is kept as a version and replaced
+last (atomically, ``format/versions.py``), and only then are files that no retained
+version names removed: a reader always sees a whole collection, old or new.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from urna import __version__
+from urna.build.changes import Live, changes, doc_sha
+from urna.build.compact import policy
 from urna.build.discover import Found, discover
 from urna.build.run import BuildSummary, Report, chunker_version, load_files
 from urna.build.run import window as model_window
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec, resolved
-from urna.embed.base import THREADS_VARIABLE, Embedder
+from urna.build.target import Target, digest, write_options
+from urna.build.update import apply_changes
+from urna.embed.base import THREADS_VARIABLE
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
-from urna.format.atomic import atomic_writer
-from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
+from urna.format.catalog import Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.format.regular import Outside, inside
+from urna.format.versions import collect, now, publish
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
 
@@ -48,6 +54,8 @@ class CollectionSummary(BuildSummary):
     rebuilt: list[ShardReport] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     version: str = ""
+    changes: dict[str, int] | None = None  # an update's sources added, changed and removed
+    segments: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,13 +66,7 @@ class Plan:
     digests: list[str]
     files: list[list[Found]]
     sources: list[int]
-
-
-def _digest(parts: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8") + b"\n")
-    return "sha256:" + h.hexdigest()
+    docs: dict[str, str]  # every source_uri and its fingerprint
 
 
 def recipe(
@@ -97,7 +99,7 @@ def recipe(
         "spaces": spec.spaces,
         "source_root": root,
     }
-    return _digest([json.dumps(options, sort_keys=True, default=str)])
+    return digest([json.dumps(options, sort_keys=True, default=str)])
 
 
 def plan(
@@ -109,17 +111,19 @@ def plan(
     summary.skipped = [(str(p), r) for p, r in skipped]
     entries: list[list[str]] = [[] for _ in range(n_shards)]
     holders: list[dict[str, Found]] = [{} for _ in range(n_shards)]
-    for found, docs in load_files(files, summary, warn):
+    fingerprints: dict[str, str] = {}
+    for found, docs in load_files(files, summary, warn, spec.fields):
         for doc in docs:
             s = shard_of(bucket_of(doc.source_uri), n_shards)
-            fingerprint = hashlib.sha256(doc.data).hexdigest()
-            entries[s].append(f"{doc.source_uri}\t{doc.kind}\t{fingerprint}")
+            fingerprint = fingerprints[doc.source_uri] = doc_sha(doc)
+            entries[s].append(f"{doc.source_uri}\t{fingerprint}")
             holders[s][found.source_uri] = found
     return Plan(
         recipe=recipe_hash,
-        digests=[_digest([recipe_hash, *sorted(e)]) for e in entries],
+        digests=[digest([recipe_hash, *sorted(e)]) for e in entries],
         files=[sorted(h.values(), key=lambda f: f.source_uri) for h in holders],
         sources=[len(e) for e in entries],
+        docs=fingerprints,
     )
 
 
@@ -152,8 +156,10 @@ def build_collection(
     report: Report = lambda _: None,
     warn: Report = lambda _: None,
     rebuild: bool = False,
+    merge: bool = True,
 ) -> CollectionSummary:
-    """Write (or update) the collection folder ``spec.output`` with ``shards`` shards."""
+    """Write (or update) the collection folder ``spec.output`` with ``shards`` shards;
+    ``merge=False`` leaves an update's segment and deletions for ``urna compact``."""
     t0 = time.perf_counter()
     folder = spec.output
     if not 1 <= shards <= MAX_SHARDS:
@@ -169,36 +175,101 @@ def build_collection(
     max_tokens = model_window(spec, embedder)
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
     summary = CollectionSummary(output=folder, model=embedder.name, shards=shards)
-    the_plan = plan(
-        spec,
-        shards,
-        recipe(spec, embedder.model_hash, chunker, folder, embedder.precision, embedder.batching),
-        summary,
-        warn,
+    recipe_hash = recipe(
+        spec, embedder.model_hash, chunker, folder, embedder.precision, embedder.batching
     )
+    target = Target(spec, folder, embedder, max_tokens, recipe_hash, use_cache=not rebuild)
+    old, old_version = _previous(folder, rebuild)
+    same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
+    live = Live.of(folder, old) if old is not None and same_layout else None
+    if old is not None and live is not None and old.recipe == recipe_hash:
+        found, _ = changes(spec, live, summary, warn)
+        report(f"update: {found.added} added, {found.changed} changed, {found.removed} removed")
+        made = apply_changes(target, old, old_version, live, found)
+        if made is None:
+            catalog = old
+        else:
+            catalog, summary.embedded = made
+            catalog = _superseding(policy(target, catalog) if merge else catalog, old, old_version)
+            _publish(folder, catalog)
+        summary.chunks = catalog.n_chunks
+        summary.changes = {"added": 0, "changed": 0, "removed": 0, **catalog.changes}
+        if made is None:
+            summary.changes = {"added": 0, "changed": 0, "removed": 0}
+    else:
+        catalog = _full(target, shards, jobs, runner, report, warn, summary, old, old_version, live)
+    summary.version = catalog.version
+    summary.segments = len(catalog.segments)
+    summary.size = sum((folder / (e.file or "")).stat().st_size for e in catalog.files)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _full(
+    target: Target,
+    shards: int,
+    jobs: int,
+    runner: Runner | None,
+    report: Report,
+    warn: Report,
+    summary: CollectionSummary,
+    old: Catalog | None,
+    old_version: str,
+    live: Live | None,
+) -> Catalog:
+    """Plan every shard; build those whose sources changed; publish."""
+    spec, folder = target.spec, target.folder
+    the_plan = plan(spec, shards, target.recipe, summary, warn)
     if not any(the_plan.sources):
         raise BuildError("nothing usable to build: no source holds any text")
     report(f"plan: {sum(the_plan.sources)} sources in {shards} shards")
-    old, old_version = _previous(folder, rebuild)
     same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
-    tasks, kept = _tasks(spec, folder, the_plan, old if same_layout else None, max_tokens)
-    tasks = [replace(t, use_cache=not rebuild) for t in tasks]
-    if old is not None and not same_layout:  # every old shard may lend its vectors
-        pool = tuple(p for e in old.shards if e.file and (p := _own(folder, e.file)))
+    base = old if same_layout and old is not None and not old.segments else None
+    if base is not None and any(e.deleted for e in base.shards):
+        base = None  # a shard with deletions is not what its digest says: rebuild
+    tasks, kept = _tasks(spec, folder, the_plan, base, target.max_tokens)
+    tasks = [replace(t, use_cache=target.use_cache) for t in tasks]
+    if old is not None and base is None:  # every old file may lend its vectors
+        pool = tuple(p for e in old.files if e.file and (p := _own(folder, e.file)))
         tasks = [replace(t, previous=pool) for t in tasks]
     report(f"build: {len(tasks)} shards to build, {len(kept)} unchanged")
     reports = (runner or _local_runner(jobs))(tasks) if tasks else []
-    catalog = _catalog(spec, embedder, chunker, the_plan, old, old_version, reports, kept)
-    _publish(folder, catalog, old)
+    catalog = _catalog(target, the_plan, reports, kept, _counts(the_plan, live))
+    if old is not None:
+        if catalog.shards == old.shards and not old.segments:
+            return old  # nothing changed: no new version
+        catalog = replace(catalog, parent=old_version)
+        catalog = _superseding(catalog, old, old_version)
+    _publish(folder, catalog)
     summary.rebuilt = sorted(reports, key=lambda r: r.index)
     summary.kept = [e.file or "" for e in kept]
     summary.chunks = catalog.n_chunks
     summary.embedded = sum(r.embedded for r in reports)
     summary.cached = sum(r.reused for r in reports)
-    summary.version = catalog.version
-    summary.size = sum((folder / e.file).stat().st_size for e in catalog.shards if e.file)
-    summary.seconds = time.perf_counter() - t0
-    return summary
+    return catalog
+
+
+def _counts(the_plan: Plan, live: Live | None) -> dict[str, int]:
+    if live is None:
+        return {"added": len(the_plan.docs), "changed": 0, "removed": 0}
+    before = {uri: row.doc_sha for uri, (_, row) in live.docs.items()}
+    now_ = the_plan.docs
+    return {
+        "added": sum(1 for u in now_ if u not in before),
+        "changed": sum(1 for u, d in now_.items() if u in before and before[u] != d),
+        "removed": sum(1 for u in before if u not in now_),
+    }
+
+
+def _superseding(catalog: Catalog, old: Catalog, old_version: str) -> Catalog:
+    """Record the files of ``old`` that ``catalog`` no longer holds."""
+    current = {e.content_hash for e in catalog.files}
+    superseded = list(old.superseded) + [
+        (e.content_hash, old_version)
+        for e in old.files
+        if e.content_hash and e.content_hash not in current
+    ]
+    return replace(catalog, superseded=tuple(dict.fromkeys(superseded)))
 
 
 def _tasks(
@@ -206,19 +277,19 @@ def _tasks(
 ) -> tuple[list[ShardTask], list[ShardEntry]]:
     tasks, kept = [], []
     ranges = bucket_ranges(len(the_plan.digests))
-    for i, digest in enumerate(the_plan.digests):
+    for i, shard_digest in enumerate(the_plan.digests):
         before = old.shards[i] if old is not None else None
         own = _own(folder, before.file) if before is not None and before.file else None
         present = before is not None and (
             before.file is None or (own is not None and own.is_file())
         )
-        if before is not None and present and before.sources_digest == digest:
+        if before is not None and present and before.sources_digest == shard_digest:
             kept.append(before)
             continue
         if not the_plan.sources[i]:
             continue  # an empty shard: no file
         previous = (own,) if own is not None else ()
-        name = f"shard-{i:04d}-{digest.removeprefix('sha256:')[:12]}.urna"
+        name = f"shard-{i:04d}-{shard_digest.removeprefix('sha256:')[:12]}.urna"
         tasks.append(
             ShardTask(
                 index=i,
@@ -265,20 +336,17 @@ def _set_threads(threads: int) -> None:
 
 
 def _catalog(
-    spec: BuildSpec,
-    embedder: Embedder,
-    chunker: str,
+    target: Target,
     the_plan: Plan,
-    old: Catalog | None,
-    old_version: str,
     reports: list[ShardReport],
     kept: list[ShardEntry],
+    counts: dict[str, int],
 ) -> Catalog:
     built = {r.index: r for r in reports}
     kept_at = {e.index: e for e in kept}
     ranges = bucket_ranges(len(the_plan.digests))
     entries = []
-    for i, digest in enumerate(the_plan.digests):
+    for i, shard_digest in enumerate(the_plan.digests):
         if i in kept_at:
             entries.append(kept_at[i])
             continue
@@ -292,38 +360,29 @@ def _catalog(
                 content_hash=r.content_hash if r else None,
                 file_hash=r.file_hash if r else None,
                 sources=r.sources if r else 0,
-                sources_digest=digest,
+                sources_digest=shard_digest,
                 bm25_total_length=r.bm25_total_length if r else None,
             )
         )
-    current = {e.content_hash for e in entries if e.content_hash}
-    superseded = list(old.superseded) if old is not None else []
-    if old is not None:
-        superseded += [
-            (e.content_hash, old_version)
-            for e in old.shards
-            if e.content_hash and e.content_hash not in current
-        ]
-    _, bm25, _ = resolved(spec)
+    embedder = target.embedder
+    _, bm25, _ = resolved(target.spec)
     return Catalog(
         model=embedder.name,
         model_hash=embedder.model_hash,
         dim=embedder.dim,
-        chunker_version=chunker,
+        chunker_version=chunker_version(target.max_tokens, target.spec.overlap_tokens),
         tokenizer_version=TOKENIZER_VERSION if bm25 else None,
         recipe=the_plan.recipe,
         n_buckets=N_BUCKETS,
         shards=tuple(entries),
-        superseded=tuple(dict.fromkeys(superseded)),
+        created=now(),
+        changes=counts,
+        build=write_options(target),
     )
 
 
-def _publish(folder: Path, catalog: Catalog, old: Catalog | None) -> None:
-    """Replace the catalog (last, atomically), then remove shard files it no longer names."""
-    with atomic_writer(folder / CATALOG) as handle:
-        handle.write(catalog.encode())
-    named = {e.file for e in catalog.shards if e.file}
-    for path in folder.glob("shard-*.urna"):
-        if path.name not in named:
-            with contextlib.suppress(OSError):
-                path.unlink()
+def _publish(folder: Path, catalog: Catalog) -> None:
+    """Keep the new version and make it the head (last, atomically), then remove the data
+    files no retained version names (and temporary files of killed writers)."""
+    publish(folder, catalog)
+    collect(folder)

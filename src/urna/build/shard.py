@@ -16,14 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
+from urna.build.changes import Origin, file_sha, rows_for
 from urna.build.discover import Found
 from urna.build.run import canonical_order, embed_all, load_files, write_spans
 from urna.build.spec import BuildSpec
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
+from urna.embed.precision import cache_key
 from urna.embed.registry import resolve
 from urna.errors import BuildError
 from urna.format.partition import bucket_of
+from urna.format.sources import SourceRow, write_table
 from urna.ingest.chunker import ChunkSpan, chunk_documents
 from urna.ingest.context import NO_CONTEXT, RECIPES, embedded_texts
 from urna.search.corpus import Corpus, open_corpus
@@ -38,7 +41,7 @@ class ShardTask:
     n_buckets: int
     spec: BuildSpec
     max_tokens: int
-    previous: tuple[Path, ...] = ()  # earlier shards whose vectors may be reused
+    previous: tuple[Path, ...] = ()  # earlier files whose vectors may be reused
     use_cache: bool = True  # the embedding cache (off with --rebuild)
 
 
@@ -57,17 +60,24 @@ class ShardReport:
 
 
 class PreviousShards:
-    """Vectors of earlier shards, by the exact text they embedded (the ``get_many`` of a cache),
-    from shards whose vectors the embedder would give again bit for bit."""
+    """Vectors of earlier files, by the exact text they embedded (the ``get_many`` of a cache),
+    from files whose vectors the embedder would give again bit for bit. ``ranges`` (one per
+    path, None for all) limits each file to the chunks worth reading."""
 
-    def __init__(self, paths: Sequence[Path], embedder: Embedder) -> None:
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        embedder: Embedder,
+        ranges: Sequence[Sequence[tuple[int, int]] | None] | None = None,
+    ) -> None:
         model_hash, dim = embedder.model_hash, embedder.dim
+        self._key = cache_key(model_hash, embedder.precision, embedder.batching)
         self._shards: list[Corpus] = []
         self._where: dict[str, tuple[int, int]] = {}
-        for path in paths:
+        for n, path in enumerate(paths):
             try:
                 shard = open_corpus(path, verify="trusted")
-            except Exception:  # an unreadable earlier shard is only a missed reuse
+            except Exception:  # an unreadable earlier file is only a missed reuse
                 continue
             usable = (
                 shard.model_hash == model_hash
@@ -82,13 +92,18 @@ class PreviousShards:
                 continue
             self._shards.append(shard)
             s = len(self._shards) - 1
-            # Keyed by the text each vector embedded, under the recipe the shard records.
+            wanted = ranges[n] if ranges is not None else None
+            spans = [(0, shard.n_chunks)] if wanted is None else wanted
+            ordinals = [i for lo, hi in spans for i in range(lo, hi)]
+            # Keyed by the text each vector embedded, under the recipe the file records.
             recipe = shard.manifest.get("embed_context", NO_CONTEXT)
-            chunks = [shard.chunk(i) for i in range(shard.n_chunks)]
-            for i, text in enumerate(embedded_texts(chunks, recipe)):
+            chunks = [shard.chunk(i) for i in ordinals]
+            for i, text in zip(ordinals, embedded_texts(chunks, recipe), strict=True):
                 self._where.setdefault(text, (s, i))
 
     def get_many(self, model_hash: str, texts: Sequence[str], dim: int) -> list[np.ndarray | None]:
+        if model_hash != self._key:  # another space's model: these vectors are not its
+            return [None] * len(texts)
         out: list[np.ndarray | None] = []
         for text in texts:
             found = self._where.get(text)
@@ -104,7 +119,7 @@ class PreviousShards:
 
 
 class Chained:
-    """The previous shards first, then the embedding cache (which also keeps what is new)."""
+    """The previous files first, then the embedding cache (which also keeps what is new)."""
 
     def __init__(self, first: PreviousShards, cache: EmbeddingCache | None) -> None:
         self._first = first
@@ -124,23 +139,84 @@ class Chained:
             self._cache.put_many(model_hash, texts, vectors)
 
 
-def shard_spans(task: ShardTask, embedder: Embedder) -> tuple[list[ChunkSpan], int, int]:
-    """The shard's chunks (sources sorted by source_uri), its source and file counts."""
+def shard_docs(task: ShardTask) -> list[Origin]:
+    """The shard's documents (sorted by source_uri) and the files they came from."""
     lo, hi = task.buckets
-    docs = []
-    files = 0
-    for _, loaded in load_files(list(task.files), None, lambda _: None, task.spec.fields):
+    out: list[Origin] = []
+    for found, loaded in load_files(list(task.files), None, lambda _: None, task.spec.fields):
         mine = [d for d in loaded if lo <= bucket_of(d.source_uri, task.n_buckets) < hi]
-        files += bool(mine)
-        docs.extend(mine)
-    docs.sort(key=canonical_order)
+        sha = file_sha(found.path) if mine else ""
+        out.extend(Origin(d, found.source_uri, sha) for d in mine)
+    out.sort(key=lambda o: canonical_order(o.doc))
+    return out
+
+
+def chunk_origins(
+    origins: Sequence[Origin], embedder: Embedder, spec: BuildSpec, max_tokens: int
+) -> list[ChunkSpan]:
+    """The chunks of these documents, in their order."""
     pieces = chunk_documents(
-        docs,
+        [o.doc for o in origins],
         embedder.count_tokens,
-        max_tokens=task.max_tokens,
-        overlap_tokens=task.spec.overlap_tokens,
+        max_tokens=max_tokens,
+        overlap_tokens=spec.overlap_tokens,
     )
-    return [s for group in pieces for s in group], len(docs), files
+    return [s for group in pieces for s in group]
+
+
+@dataclass(frozen=True)
+class Written:
+    """A data file just written: what the catalog records of it, and its source table."""
+
+    file: str
+    n_chunks: int
+    embedded: int
+    file_hash: str
+    content_hash: str
+    bm25_total_length: int | None
+    rows: tuple[SourceRow, ...]
+
+
+def write_file(
+    spec: BuildSpec,
+    out: Path,
+    embedder: Embedder,
+    spans: list[ChunkSpan],
+    rows: Sequence[SourceRow],
+    max_tokens: int,
+    vectors_from: PreviousShards,
+    use_cache: bool,
+) -> Written:
+    """Embed (reusing what ``vectors_from`` and the cache hold) and write one data file and
+    its source table; the table first, so a catalog never names a file without one."""
+    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if use_cache else None
+    try:
+        texts = embedded_texts(spans)
+        vectors, embedded, spaces = embed_all(
+            spec, embedder, texts, Chained(vectors_from, cache), lambda _: None, False
+        )
+    finally:
+        if cache is not None:
+            cache.close()
+    files = len({r.file for r in rows})
+    write_table(out, list(rows))
+    result = write_spans(spec, out, embedder, spans, vectors, spaces, max_tokens, files, _quiet)
+    with open_corpus(out, verify="trusted") as written:
+        bm25 = written.bm25
+        total = int(bm25.doc_len.sum(dtype=np.int64)) if bm25 is not None else None
+    return Written(
+        out.name,
+        result.n_chunks,
+        embedded,
+        result.file_hash,
+        result.content_hash,
+        total,
+        tuple(rows),
+    )
+
+
+def _quiet(_: str) -> None:
+    return None
 
 
 def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardReport:
@@ -150,42 +226,36 @@ def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardRepor
     then from the model: all three hold the same bits for the same text (vectors are
     batch-invariant, ``embed/batching.py``), so a shard's bytes do not depend on which of
     them served it, nor on the process, thread count or Ray actor that built it."""
-    return _build_shard(task, embedder)
-
-
-def _build_shard(task: ShardTask, embedder: Embedder | None) -> ShardReport:
     t0 = time.perf_counter()
     spec = task.spec
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)
-    spans, sources, files = shard_spans(task, embedder)
+    origins = shard_docs(task)
+    spans = chunk_origins(origins, embedder, spec, task.max_tokens)
     if not spans:
         raise BuildError(f"shard {task.index} has no chunk to write")
     previous = PreviousShards(task.previous, embedder)
-    cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if task.use_cache else None
     try:
-        texts = embedded_texts(spans)
-        vectors, embedded, spaces = embed_all(
-            spec, embedder, texts, Chained(previous, cache), lambda _: None, False
+        written = write_file(
+            spec,
+            task.output,
+            embedder,
+            spans,
+            rows_for(origins, spans),
+            task.max_tokens,
+            previous,
+            task.use_cache,
         )
     finally:
         previous.close()
-        if cache is not None:
-            cache.close()
-    result = write_spans(
-        spec, task.output, embedder, spans, vectors, spaces, task.max_tokens, files, lambda _: None
-    )
-    with open_corpus(task.output, verify="trusted") as written:
-        bm25 = written.bm25
-        total = int(bm25.doc_len.sum(dtype=np.int64)) if bm25 is not None else None
     return ShardReport(
         index=task.index,
-        file=task.output.name,
-        n_chunks=result.n_chunks,
-        sources=sources,
-        embedded=embedded,
-        reused=len(spans) - embedded,
-        file_hash=result.file_hash,
-        content_hash=result.content_hash,
-        bm25_total_length=total,
+        file=written.file,
+        n_chunks=written.n_chunks,
+        sources=len(origins),
+        embedded=written.embedded,
+        reused=len(spans) - written.embedded,
+        file_hash=written.file_hash,
+        content_hash=written.content_hash,
+        bm25_total_length=written.bm25_total_length,
         seconds=time.perf_counter() - t0,
     )

@@ -18,6 +18,8 @@ from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.write import DTYPES, build
 from urna.cli import render
 from urna.cli.common import out
+from urna.errors import UrnaError
+from urna.format.catalog import is_collection, read_catalog
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
 
@@ -113,6 +115,12 @@ SPEC_OPTIONS = (
 @click.option("--dry-run", is_flag=True, help="Discover, load and chunk; embed and write nothing.")
 @click.option("--rebuild", is_flag=True, help="Ignore the embedding cache: embed every chunk.")
 @click.option(
+    "--no-merge",
+    "no_merge",
+    is_flag=True,
+    help="Collections: write an update as a segment and deletions only (`urna compact` merges).",
+)
+@click.option(
     "--progress/--quiet",
     default=None,
     help="Stage lines on stderr (default: when stderr is a terminal).",
@@ -128,6 +136,7 @@ def build_cmd(
     ray_address: str | None,
     dry_run: bool,
     rebuild: bool,
+    no_merge: bool,
     progress: bool | None,
     **options: Any,
 ) -> None:
@@ -159,7 +168,7 @@ def build_cmd(
     report = (lambda m: click.echo(m, err=True)) if show else (lambda m: None)
     if name is not None and shards is None and spec.shards is not None:
         spec = replace(spec, output=library.target(name, collection=True))
-    shards = shards or spec.shards
+    shards = shards or spec.shards or existing_shards(spec.output)
     if shards is None and (jobs > 1 or ray_address):
         raise click.UsageError("--jobs and --ray build collections: add --shards N")
     if shards is not None:
@@ -174,6 +183,7 @@ def build_cmd(
             report=report,
             warn=lambda m: click.echo(f"warning: {m}", err=True),
             rebuild=rebuild,
+            merge=not no_merge,
         )
         out(render.collection_summary(built))
         return
@@ -186,6 +196,16 @@ def build_cmd(
         bar=show and sys.stderr.isatty(),
     )
     out(render.build_summary(summary))
+
+
+def existing_shards(output: Path) -> int | None:
+    """An existing collection's shard count: ``build SOURCES -o DIR`` updates it as it is."""
+    if not is_collection(output):
+        return None
+    try:
+        return len(read_catalog(output)[0].shards)
+    except UrnaError:
+        return None
 
 
 def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict[str, Any]) -> None:

@@ -304,6 +304,12 @@ def collection_summary(summary: Any) -> str:
         kv("model", summary.model),
         kv("shards", f"{summary.shards} ({len(summary.rebuilt)} built, {len(summary.kept)} kept)"),
     ]
+    if summary.changes is not None:
+        c = summary.changes
+        lines.append(
+            kv("changes", f"{c['added']} added, {c['changed']} changed, {c['removed']} removed")
+        )
+        lines.append(kv("segments", summary.segments))
     for r in summary.rebuilt:
         lines.append(
             f"  built [{r.index}] {r.file}: {r.n_chunks} chunks, {r.embedded} embedded, "

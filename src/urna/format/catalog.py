@@ -5,6 +5,11 @@ document that lists them: the model, chunker and tokenizer every shard shares, t
 partition scheme, and per shard its file, bucket range, hashes, chunk count and the
 statistics exact BM25 needs across shards. The SHA-256 of the catalog's bytes is the
 collection's version. Canonical JSON: keys sorted, no spaces, UTF-8, one final newline.
+
+Version 2 (a living collection) adds segments (small files of sources added or changed
+since the shards were written, any bucket), deletions (the sources, with their chunk ranges,
+that no longer count in a file), the version it follows (``parent``), when it was made, what
+changed, and the build options a compaction writes with. Version 1 catalogs still open.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from urna.format.regular import describe, inside, read_regular
 
 CATALOG = "catalog.json"
 KIND = "urna.collection"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)
 SCHEME = "sha256-source-uri"
 MAX_CATALOG = 64 << 20
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
@@ -48,9 +54,17 @@ class ShardEntry:
     sources: int
     sources_digest: str
     bm25_total_length: int | None  # sum of BM25 document lengths; None without BM25
+    deleted: tuple[tuple[str, int, int], ...] = ()  # (source_uri, lo, hi): chunks gone
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def live(self) -> int:
+        """Chunks that still count: those stored, less those deleted."""
+        return self.n_chunks - sum(hi - lo for _, lo, hi in self.deleted)
+
+    def to_json(self, version: int = VERSION) -> dict[str, Any]:
+        extra = {"deleted": [list(d) for d in self.deleted]} if version >= 2 else {}
         return {
+            **extra,
             "index": self.index,
             "file": self.file,
             "buckets": list(self.buckets),
@@ -65,6 +79,9 @@ class ShardEntry:
 
 @dataclass(frozen=True)
 class Catalog:
+    """A collection version. ``segments`` hold sources of any bucket, in the order they were
+    added; a source lives (has its chunks counted) in one file at most."""
+
     model: str
     model_hash: str
     dim: int
@@ -74,22 +91,44 @@ class Catalog:
     n_buckets: int
     shards: tuple[ShardEntry, ...]
     superseded: tuple[tuple[str, str], ...] = field(default=())  # (content_hash, version)
+    segments: tuple[ShardEntry, ...] = ()
+    parent: str | None = None  # the version this one follows
+    created: str = ""  # when it was made, ISO 8601 UTC (SOURCE_DATE_EPOCH when set)
+    changes: dict[str, int] = field(default_factory=dict)  # added, changed, removed sources
+    build: dict[str, Any] = field(default_factory=dict)  # the write options (compaction's)
+    format_version: int = VERSION
+
+    @property
+    def files(self) -> tuple[ShardEntry, ...]:
+        """Every entry holding a file: the shards in order, then the segments."""
+        return tuple(e for e in (*self.shards, *self.segments) if e.file is not None)
 
     @property
     def n_chunks(self) -> int:
-        return sum(s.n_chunks for s in self.shards)
+        return sum(s.live for s in (*self.shards, *self.segments))
 
     def to_json(self) -> dict[str, Any]:
+        v = self.format_version
+        extra: dict[str, Any] = {}
+        if v >= 2:
+            extra = {
+                "segments": [s.to_json(v) for s in self.segments],
+                "parent": self.parent,
+                "created": self.created,
+                "changes": dict(self.changes),
+                "build": self.build,
+            }
         return {
+            **extra,
             "format": KIND,
-            "format_version": VERSION,
+            "format_version": v,
             "model": {"name": self.model, "model_hash": self.model_hash, "dim": self.dim},
             "chunker_version": self.chunker_version,
             "tokenizer_version": self.tokenizer_version,
             "recipe": self.recipe,
             "partition": {"scheme": SCHEME, "buckets": self.n_buckets},
             "n_chunks": self.n_chunks,
-            "shards": [s.to_json() for s in self.shards],
+            "shards": [s.to_json(v) for s in self.shards],
             "superseded": [
                 {"content_hash": h, "collection_version": v} for h, v in self.superseded
             ],
@@ -160,8 +199,9 @@ def _hash_or_none(value: Any, what: str) -> str | None:
 
 def parse_catalog(doc: Any) -> Catalog:
     """Check every field of a decoded catalog; one FormatError (check 19) names the first."""
-    if _get(doc, "format", str) != KIND or _get(doc, "format_version", int) != VERSION:
-        raise _bad(f"format must be {KIND} version {VERSION}")
+    version = _get(doc, "format_version", int)
+    if _get(doc, "format", str) != KIND or version not in VERSIONS:
+        raise _bad(f"format must be {KIND} version 1 or {VERSION}")
     model = _get(doc, "model", dict)
     partition = _get(doc, "partition", dict)
     if _get(partition, "scheme", str, "partition.") != SCHEME:
@@ -172,14 +212,21 @@ def parse_catalog(doc: Any) -> Catalog:
     raw_shards = _get(doc, "shards", list)
     if not raw_shards:
         raise _bad("no shards")
-    shards = tuple(_shard(i, s, n_buckets) for i, s in enumerate(raw_shards))
+    shards = tuple(_shard(i, s, n_buckets, version) for i, s in enumerate(raw_shards))
+    segments = tuple(
+        _shard(i, s, n_buckets, version, "segments")
+        for i, s in enumerate(_get(doc, "segments", list) if version >= 2 else [])
+    )
+    for seg in segments:
+        if seg.buckets != (0, n_buckets) or seg.file is None:
+            raise _bad(f"segments[{seg.index}] must hold a file and span every bucket")
     if (
         shards[0].buckets[0] != 0
         or shards[-1].buckets[1] != n_buckets
         or any(a.buckets[1] != b.buckets[0] for a, b in itertools.pairwise(shards))
     ):
         raise _bad("shard bucket ranges must tile [0, buckets) in order")
-    files = [s.file for s in shards if s.file is not None]
+    files = [s.file for s in (*shards, *segments) if s.file is not None]
     if len(set(files)) != len(files):
         raise _bad("two shards name the same file")
     tokenizer = doc.get("tokenizer_version")
@@ -196,6 +243,9 @@ def parse_catalog(doc: Any) -> Catalog:
         n_buckets=n_buckets,
         shards=shards,
         superseded=tuple(_superseded(x) for x in _get(doc, "superseded", list)),
+        segments=segments,
+        format_version=version,
+        **(_history(doc) if version >= 2 else {}),
     )
     if _get(doc, "n_chunks", int) != catalog.n_chunks:
         raise _bad("n_chunks is not the sum of the shards' counts")
@@ -204,8 +254,46 @@ def parse_catalog(doc: Any) -> Catalog:
     return catalog
 
 
-def _shard(i: int, doc: Any, n_buckets: int) -> ShardEntry:
-    where = f"shards[{i}]."
+def _history(doc: dict[str, Any]) -> dict[str, Any]:
+    parent = _hash_or_none(doc.get("parent"), "parent")
+    created = _get(doc, "created", str)
+    changes = _get(doc, "changes", dict)
+    if set(changes) - {"added", "changed", "removed"} or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in changes.values()
+    ):
+        raise _bad("changes must count added, changed and removed sources")
+    return {
+        "parent": parent,
+        "created": created,
+        "changes": changes,
+        "build": _get(doc, "build", dict),
+    }
+
+
+def _deleted(value: Any, where: str, n_chunks: int) -> tuple[tuple[str, int, int], ...]:
+    if not isinstance(value, list):
+        raise _bad(f"{where}deleted must be a list")
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, list)
+            or len(item) != 3
+            or not isinstance(item[0], str)
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in item[1:])
+            or not 0 <= item[1] <= item[2] <= n_chunks
+        ):
+            raise _bad(f"{where}deleted holds [source_uri, lo, hi] with 0 <= lo <= hi <= n_chunks")
+        out.append((item[0], item[1], item[2]))
+    spans = sorted((lo, hi) for _, lo, hi in out if hi > lo)
+    if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
+        raise _bad(f"{where}deleted ranges overlap")
+    if len({uri for uri, _, _ in out}) != len(out):
+        raise _bad(f"{where}deleted names a source twice")
+    return tuple(out)
+
+
+def _shard(i: int, doc: Any, n_buckets: int, version: int, kind: str = "shards") -> ShardEntry:
+    where = f"{kind}[{i}]."
     if _get(doc, "index", int, where) != i:
         raise _bad(f"{where}index must be {i}")
     file = doc.get("file") if isinstance(doc, dict) else None
@@ -232,6 +320,9 @@ def _shard(i: int, doc: Any, n_buckets: int) -> ShardEntry:
         sources=_get(doc, "sources", int, where),
         sources_digest=_hash_or_none(_get(doc, "sources_digest", str, where), where) or "",
         bm25_total_length=total,
+        deleted=_deleted(_get(doc, "deleted", list, where), where, n_chunks)
+        if version >= 2
+        else (),
     )
     has_file = file is not None
     if (

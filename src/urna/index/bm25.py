@@ -295,14 +295,31 @@ class GlobalScorer:
         self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
         self._tfs: dict[int, np.ndarray] = {}
 
-    def stats(self, tokens: Sequence[str]) -> TermStats:
-        ids = self.index.term_index
+    def stats(
+        self,
+        tokens: Sequence[str],
+        dead: np.ndarray | None = None,
+        live: tuple[int, int] | None = None,
+    ) -> TermStats:
+        """This index's statistics; with ``dead`` (a mask of deleted documents) those of
+        the live documents only: their frequencies, and their count and total length
+        (``live``, when the caller keeps them)."""
+        index, ids = self.index, self.index.term_index
         df = {}
         for token in dict.fromkeys(tokens):
             i = ids.get(token)
             if i is not None:
-                df[token] = int(self.index.indptr[i + 1] - self.index.indptr[i])
-        return TermStats(self.index.n_docs, self.total_length, df)
+                start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+                gone = 0 if dead is None else int(np.count_nonzero(dead[index.doc_ids[start:end]]))
+                df[token] = end - start - gone
+        if dead is None:
+            return TermStats(index.n_docs, self.total_length, df)
+        if live is None:
+            live = (index.n_docs - int(np.count_nonzero(dead)), self.live_length(dead))
+        return TermStats(live[0], live[1], df)
+
+    def live_length(self, dead: np.ndarray) -> int:
+        return int(self.index.doc_len[~dead].sum(dtype=np.int64))
 
     def _tf(self, i: int) -> np.ndarray:
         """Term i's recovered term frequencies, one per posting (computed once, then kept)."""

@@ -18,12 +18,15 @@ import numpy as np
 
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
-from urna.format.catalog import Catalog
+from urna.format.catalog import Catalog, read_catalog
 from urna.format.partition import bucket_of
+from urna.format.regular import Outside, inside
+from urna.format.versions import chain, pruned
 from urna.search.api import SearchAPI
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
 from urna.search.core import Searcher
+from urna.search.corpus import open_corpus
 from urna.search.fusion import FusionParams
 from urna.search.shard import Shard
 
@@ -32,11 +35,17 @@ class Collection(SearchAPI):
     """A collection folder opened for reading. Create it with :func:`urna.open`."""
 
     def __init__(
-        self, folder: Path, catalog: Catalog, version: str, shards: Sequence[Shard]
+        self,
+        folder: Path,
+        catalog: Catalog,
+        version: str,
+        shards: Sequence[Shard],
+        head: str | None = None,
     ) -> None:
         self._folder = folder
         self.catalog = catalog
         self.version = version
+        self.head = head or version  # the newest version (``version`` is older with ``at``)
         self.shards = list(shards)
         self._searcher = Searcher(self.shards)
         self._offsets = self._searcher.offsets
@@ -53,7 +62,8 @@ class Collection(SearchAPI):
 
     @property
     def n_chunks(self) -> int:
-        return int(self._offsets[-1])
+        """Chunks that count: those of every file, less the catalog's deletions."""
+        return self._searcher.live
 
     @property
     def dim(self) -> int:
@@ -93,8 +103,9 @@ class Collection(SearchAPI):
         return all(s.facts.has_graph_index for s in self.shards)
 
     def _locate(self, i: int) -> tuple[int, int]:
-        if not 0 <= i < self.n_chunks:
-            raise IndexError(f"chunk ordinal {i} out of range [0, {self.n_chunks})")
+        stored = int(self._offsets[-1])
+        if not 0 <= i < stored:
+            raise IndexError(f"chunk ordinal {i} out of range [0, {stored})")
         s = int(np.searchsorted(self._offsets, i, side="right")) - 1
         return s, i - int(self._offsets[s])
 
@@ -117,22 +128,55 @@ class Collection(SearchAPI):
         cit = parse_citation(citation) if isinstance(citation, str) else citation
         s = self._by_hash.get(cit.content_hash)
         if s is None:
-            held = dict(self.catalog.superseded).get(cit.content_hash)
-            if held is not None:
-                raise CitationError(
-                    f"superseded shard: the citation names shard {cit.content_hash} of "
-                    f"collection version {held}; this collection is now version {self.version}"
-                )
-            raise CitationError(
-                f"content_hash mismatch: the citation names {cit.content_hash}, which is no "
-                f"shard of this collection (version {self.version})"
-            )
+            return self._cite_retained(cit)
         chunk = self.shards[s].cite(str(cit))
         return replace(chunk, ordinal=int(self._offsets[s]) + chunk.ordinal)
 
+    def _cite_retained(self, cit: Citation) -> Chunk:
+        """A citation of a file this version does not hold: resolved in the retained version
+        that holds it (the chunk keeps its ordinal there, and no global one: -1)."""
+        wanted = cit.content_hash
+        found = self._retained_file(wanted)
+        if found is not None:
+            with open_corpus(found, verify="full") as shard:
+                if shard.content_hash != wanted:
+                    raise CitationError(f"retained file {found.name} was altered")
+                return replace(shard.cite(str(cit)), ordinal=-1)
+        held = dict(read_catalog(self._folder)[0].superseded).get(wanted)
+        held = held or dict(self.catalog.superseded).get(wanted)
+        if held is not None:
+            gone = pruned(self._folder).get(held)
+            when = f", pruned on {gone.pruned}" if gone else ", which is not retained"
+            raise CitationError(
+                f"superseded shard: the citation names shard {wanted} of collection version "
+                f"{held}{when}; this collection is now version {self.head}"
+            )
+        raise CitationError(
+            f"content_hash mismatch: the citation names {wanted}, which is no "
+            f"shard of this collection (version {self.version})"
+        )
+
+    def _retained_file(self, content_hash: str) -> Path | None:
+        """The file of a retained version whose content_hash this is."""
+        for _, catalog in chain(self._folder):
+            entry = next((e for e in catalog.files if e.content_hash == content_hash), None)
+            if entry is not None and entry.file is not None:
+                return shard_path(self._folder, entry.file)
+        return None
+
     def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
-        s, local = self._locate(chunk.ordinal)
         where = str(root) if root is not None else None
+        if chunk.ordinal < 0:  # a chunk of a retained version's file
+            cit = parse_citation(chunk.citation_id)
+            found = self._retained_file(cit.content_hash)
+            if found is None:
+                raise CitationError(f"no retained version holds {cit.content_hash}")
+            with open_corpus(found, verify="trusted") as shard:
+                i = shard.find(cit.chunk_id)
+                if i is None:
+                    raise CitationError(f"chunk not found: {cit.chunk_id}")
+                return shard.verify_source(replace(chunk, ordinal=i), where)
+        s, local = self._locate(chunk.ordinal)
         return self.shards[s].verify_source(replace(chunk, ordinal=local), where)
 
     def info(self) -> dict[str, Any]:
@@ -200,6 +244,15 @@ def _audit_sources(
         previous = key
     if distinct > sources:  # fewer: a source may give no chunk (an empty document)
         raise _bad(f"shard {name} holds {distinct} sources, the catalog says {sources}")
+
+
+def shard_path(folder: Path, name: str) -> Path:
+    """Where a file named by a catalog is read: in the folder, or through a link that stays
+    in it; a link out of the folder is refused before its target is opened."""
+    try:
+        return inside(folder, name)
+    except Outside as exc:
+        raise _bad(str(exc)) from None
 
 
 def _bad(message: str) -> FormatError:

@@ -71,10 +71,13 @@ class Searcher:
         self.parallel = self.remote or smallest >= PARALLEL_MIN
         self.threads = "auto"  # or "always", "never" (benchmarks/bench_fanout.py compares)
         self._schema: dict[str, dict[str, int]] | None = None
+        self.live = sum(s.facts.live for s in self.shards)  # less the catalog's deletions
+        self.deletions = self.live != int(self.offsets[-1])
 
     @property
     def n_chunks(self) -> int:
-        return int(self.offsets[-1])
+        """Chunks that count (a collection's deleted chunks do not)."""
+        return self.live
 
     def close(self) -> None:
         if self._pool is not None:
@@ -113,7 +116,8 @@ class Searcher:
     def run(self, query: Query) -> SearchResult:
         k = check_k(query.k)
         kept = self.kept(query)
-        searched = sum(self.each(lambda s: s.count(kept), threads=False)) if kept else self.n_chunks
+        counted = kept is not None or self.deletions
+        searched = sum(self.each(lambda s: s.count(kept), threads=False)) if counted else self.live
         if query.method == "text":
             return self._text(query, k, kept, searched)
         if query.vector is None:
@@ -126,7 +130,7 @@ class Searcher:
             return self._space(query, k, kept, searched)
         t0 = time.perf_counter()
         q = prepare(query.vector, self.dim)
-        if kept is not None and searched == 0:
+        if searched == 0:
             return self._nothing_kept("exact", k, t0)
         if query.method == "exact":
             idx, scores = self.vector_top(q, k, kept)
@@ -144,7 +148,7 @@ class Searcher:
         if not isinstance(space, str) or not space:
             raise QueryError("search_space needs the name of an embedding space")
         vector = np.asarray(query.vector)
-        if kept is not None and searched == 0:
+        if searched == 0:
             return replace(self._nothing_kept("space", k, t0), space=space)
         expect = query.expect_model_hash
         parts = self.each(lambda s: s.space_top(vector, space, k, expect, kept))
@@ -205,7 +209,7 @@ class Searcher:
         index_type = "exact" if chosen.mode == "vector" else chosen.mode
         # After a BLAS scan (hybrid), local BM25 threads only contend with BLAS's own.
         alone = chosen.mode == "text" or self.remote
-        if kept is not None and searched == 0:
+        if searched == 0:
             result = self._nothing_kept(index_type, k, t0)
             return replace(result, mode=chosen.mode, terms=terms)
         ranked = rank(

@@ -5,12 +5,17 @@ from it; this class answers each call from them: the exact top of a prepared vec
 HNSW and graph paths with their exact rerank, one embedding space, BM25 under the file's own
 or a collection's statistics, the chunks a filter keeps, and hits with their citations.
 ``Corpus`` is this class with the public search methods (``search/api.py``) on top.
+
+A collection's catalog may delete chunks of a file (``retire``): every call then answers
+over the live chunks only, BM25 with the statistics of live chunks, as a file holding only
+them would.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +61,9 @@ class FileShard(FileView):
         self._filters = FilterIndex(self._columns)
         self._hits = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
         self._scorer: GlobalScorer | None = None
+        self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
+        self._live: np.ndarray | None = None  # their complement, as sorted ordinals
+        self._live_bm25: tuple[int, int] | None = None
         self.facts = ShardFacts(
             name=self.path.name,
             n_chunks=self.n_chunks,
@@ -69,6 +77,20 @@ class FileShard(FileView):
             has_graph_index=self.has_graph_index,
             index_type=self.index_type,
         )
+
+    def retire(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """Delete the chunks in these [lo, hi) ranges from every answer (at open)."""
+        dead = np.zeros(self.n_chunks, dtype=bool)
+        for lo, hi in ranges:
+            dead[lo:hi] = True
+        if not dead.any():
+            return
+        self._dead = dead
+        self._live = np.flatnonzero(~dead)
+        self._live.flags.writeable = False
+        if self._bm25 is not None:
+            self._live_bm25 = (len(self._live), self._global().live_length(dead))
+        self.facts = replace(self.facts, deleted=int(dead.sum()))
 
     # --- chunks --------------------------------------------------------------
 
@@ -108,12 +130,18 @@ class FileShard(FileView):
         return self._columns.schema
 
     def filtered(self, kept: Filter | None) -> np.ndarray | None:
-        """Sorted ordinals the filter keeps (None: no filter, every chunk)."""
-        return self._filters.allowed(kept)
+        """Sorted live ordinals the filter keeps (None: no filter, every chunk)."""
+        allowed = self._filters.allowed(kept)
+        if self._dead is None:
+            return allowed
+        return self._live if allowed is None else allowed[~self._dead[allowed]]
 
     def count(self, kept: Filter | None) -> int:
         allowed = self.filtered(kept)
         return self.n_chunks if allowed is None else len(allowed)
+
+    def _alive(self, candidates: np.ndarray) -> np.ndarray:
+        return candidates if self._dead is None else candidates[~self._dead[candidates]]
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
         """The exact top ``depth`` for a prepared query, among the chunks kept."""
@@ -126,12 +154,15 @@ class FileShard(FileView):
         if self._hnsw is None or kept is not None:
             return Ranking(*self.vector_top(q, k, kept), "exact")
         # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
-        wanted = min(RERANK_FACTOR * max(ef, k), self.n_chunks)
+        wanted = min(RERANK_FACTOR * max(ef, k) + self.facts.deleted, self.n_chunks)
         candidates = self._hnsw.candidates(q, wanted, wanted)
         if len(np.unique(candidates)) < min(k, self.n_chunks):
             # A sound graph always offers k candidates; one that cannot (a forged or cut
             # graph) is not trusted with this query: the exact answer instead.
             return Ranking(*self.vector_top(q, k, None), "exact")
+        candidates = self._alive(candidates)
+        if len(np.unique(candidates)) < min(k, self.facts.live):
+            return Ranking(*self.vector_top(q, k, None), "exact")  # deletions took too many
         # Full precision when the file keeps a copy (0x09), else stored precision.
         idx, scores = rerank_top(self._rerank, candidates, q, k)
         return Ranking(idx, scores, "hnsw", precision=self._rerank.dtype)
@@ -141,9 +172,9 @@ class FileShard(FileView):
         exact path (exact without a graph, or with a filter)."""
         if self._graph is None or kept is not None:
             return Ranking(*self.vector_top(q, k, kept), "exact")
-        n_seeds = min(max(ef, k), self.n_chunks)
-        seeds, _ = exact_top_k(self._c.matrix, q, n_seeds)
-        union = self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds))
+        n_seeds = min(max(ef, k), self.facts.live)
+        seeds, _ = exact_top_k(self._c.matrix, q, n_seeds, self._live)
+        union = self._alive(self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds)))
         # Stored precision, as the exact path scores: so the hits equal search's.
         idx, scores = rerank_top(self._c.matrix, union, q, k)
         return Ranking(idx, scores, "graph")
@@ -166,7 +197,7 @@ class FileShard(FileView):
         return Ranking(idx, scores, "space", model=found.model)
 
     def term_stats(self, tokens: Sequence[str]) -> TermStats:
-        return self._global().stats(tokens)
+        return self._global().stats(tokens, self._dead, self._live_bm25)
 
     def text_top(
         self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
@@ -174,6 +205,8 @@ class FileShard(FileView):
         """BM25's top ``depth`` (scores > 0) among the chunks kept: with the file's own
         statistics (``stats`` None), else with a collection's."""
         assert self._bm25 is not None
+        if stats is None and self._dead is not None:
+            stats = self.term_stats(tokens)  # the stored weights count deleted chunks
         if stats is None:
             scores = self._bm25.scores(tokens)
         else:

@@ -8,18 +8,22 @@ from pathlib import Path
 
 import numpy as np
 
-from urna.errors import FileError, FormatError
+from urna.errors import FileError, FormatError, QueryError
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.reader import Verify
-from urna.format.regular import Outside, inside
-from urna.search.collection import Collection
+from urna.format.versions import read_version, resolve_at
+from urna.search.collection import Collection, shard_path
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
 
 
 def open_path(
-    path: str | os.PathLike[str], *, verify: Verify = "full", private: bool = False
+    path: str | os.PathLike[str],
+    *,
+    verify: Verify = "full",
+    private: bool = False,
+    at: str | None = None,
 ) -> Corpus | Collection:
     """Open and check a .urna file, or a collection folder (every shard, and the catalog).
 
@@ -28,13 +32,17 @@ def open_path(
     ``verify="trusted"`` runs the structural checks only, for a caller that fully
     verified the same files before. ``private=True`` (the server) maps a private copy of each
     file, so a file rewritten or truncated in place under a long-running reader cannot
-    fault it.
+    fault it. ``at`` opens an earlier version of a collection (``format/versions.py``).
     """
     target = Path(path)
     if target.is_dir():
         if is_collection(target):
-            return open_collection(target, verify=verify, private=private)
+            return open_collection(target, verify=verify, private=private, at=at)
         raise FileError(f"not a file: {target} is a directory (and not a collection)")
+    if at is not None:
+        raise QueryError(
+            f"--at needs a collection: {target} is one .urna file, which has one version"
+        )
     return open_corpus(target, verify=verify, private=private)
 
 
@@ -42,20 +50,25 @@ def _bad(message: str) -> FormatError:
     return FormatError(message, check=19, section=CATALOG)
 
 
-def open_collection(folder: Path, *, verify: Verify = "full", private: bool = False) -> Collection:
-    catalog, raw = read_catalog(folder)
+def open_collection(
+    folder: Path, *, verify: Verify = "full", private: bool = False, at: str | None = None
+) -> Collection:
+    if at is None:
+        catalog, raw = read_catalog(folder)
+    else:
+        catalog, raw = read_version(folder, resolve_at(folder, at))
     version = Catalog.version_of(raw)
     shards: list[FileShard] = []
     try:
-        for entry in catalog.shards:
-            if entry.file is None:
-                continue
+        for entry in catalog.files:
+            assert entry.file is not None
             path = shard_path(folder, entry.file)
             if not path.is_file():
                 raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
             shard = open_shard(path, verify=verify, private=private)
             shards.append(shard)
             _check_shard(catalog, entry, shard, hashes=verify == "full")
+            shard.retire([(lo, hi) for _, lo, hi in entry.deleted])
         first = shards[0]
         for shard in shards[1:]:
             if shard.fusion != first.fusion:
@@ -67,7 +80,8 @@ def open_collection(folder: Path, *, verify: Verify = "full", private: bool = Fa
         for shard in shards:
             shard.close()
         raise
-    return Collection(folder, catalog, version, shards)
+    head = version if at is None else Catalog.version_of(read_catalog(folder)[1])
+    return Collection(folder, catalog, version, shards, head=head)
 
 
 SAMPLED = 16  # chunks whose source's bucket an open checks, per shard
@@ -88,15 +102,6 @@ def _check_buckets(catalog: Catalog, entry: ShardEntry, shard: FileShard) -> Non
                 f"shard {entry.file} holds source {uri} of bucket {bucket}, outside its range "
                 f"[{lo}, {hi})"
             )
-
-
-def shard_path(folder: Path, name: str) -> Path:
-    """Where a shard named by the catalog is read: in the folder, or through a link that
-    stays in it; a link out of the folder is refused before its target is opened."""
-    try:
-        return inside(folder, name)
-    except Outside as exc:
-        raise _bad(str(exc)) from None
 
 
 def _check_shard(catalog: Catalog, entry: ShardEntry, shard: FileShard, *, hashes: bool) -> None:

@@ -39,6 +39,11 @@ class ShardFacts:
     has_ann_index: bool
     has_graph_index: bool
     index_type: str
+    deleted: int = 0  # chunks the collection's catalog deletes from this file
+
+    @property
+    def live(self) -> int:
+        return self.n_chunks - self.deleted
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""What every write into one collection shares: the folder, the options files are written
+with, the model, the chunk window and the recipe. A catalog records the options
+(``write_options``) so ``urna compact DIR`` writes exactly as the build did (``target_of``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from urna.build.spec import BuildSpec
+from urna.embed.base import Embedder
+from urna.embed.registry import resolve
+from urna.errors import BuildError
+from urna.format.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class Target:
+    spec: BuildSpec
+    folder: Path
+    embedder: Embedder
+    max_tokens: int
+    recipe: str
+    use_cache: bool = True
+
+    def path(self, name: str) -> Path:
+        return self.folder / name
+
+
+def digest(parts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def write_options(target: Target) -> dict[str, Any]:
+    """The options a compaction needs to write files as the build wrote them."""
+    spec = target.spec
+    return {
+        "model": spec.model,
+        "max_tokens": target.max_tokens,
+        "overlap_tokens": spec.overlap_tokens,
+        "preset": spec.preset,
+        "dtype": spec.dtype,
+        "bm25": spec.bm25,
+        "rerank_copy": spec.rerank_copy,
+        "compress": spec.compress,
+        "spaces": [list(s) for s in spec.spaces],
+        "metadata": spec.metadata,
+        "source_root": Path(os.path.relpath(spec.base, target.folder)).as_posix(),
+    }
+
+
+def target_of(folder: Path, catalog: Catalog, model_path: Path | None = None) -> Target:
+    """The target a collection's head was written for (compaction of a built collection)."""
+    o = catalog.build
+    if not o:
+        raise BuildError(
+            f"{folder} was built before collections recorded their build options: run "
+            "`urna build SOURCES -o DIR` once to update it, then compact"
+        )
+    spec = BuildSpec(
+        sources=(),
+        output=folder,
+        base=(folder / o["source_root"]).resolve(),
+        model=o["model"],
+        model_path=model_path,
+        max_tokens=o["max_tokens"],
+        overlap_tokens=o["overlap_tokens"],
+        dtype=o["dtype"],
+        compress=o["compress"],
+        preset=o["preset"],
+        bm25=o["bm25"],
+        rerank_copy=o["rerank_copy"],
+        spaces=tuple((a, b) for a, b in o["spaces"]),
+        metadata=dict(o["metadata"]),
+    )
+    embedder = resolve(spec.model, model_path=model_path)
+    if embedder.model_hash != catalog.model_hash:
+        raise BuildError(
+            f"model {spec.model} here has model_hash {embedder.model_hash}; the collection "
+            f"was built with {catalog.model_hash}"
+        )
+    return Target(spec, folder, embedder, o["max_tokens"], catalog.recipe)
