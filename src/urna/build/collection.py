@@ -33,14 +33,14 @@ from urna.build.run import window as model_window
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec, resolved
 from urna.build.target import Target, digest, write_options
-from urna.build.update import apply_changes
+from urna.build.update import apply_changes, superseding
 from urna.embed.base import THREADS_VARIABLE
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.format.catalog import Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.format.regular import Outside, inside
-from urna.format.versions import collect, now, publish
+from urna.format.versions import collect, now, publish, writing
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
 
@@ -169,8 +169,22 @@ def build_collection(
     if not folder.parent.exists():
         raise BuildError(f"output folder not found: {folder.parent}")
     folder.mkdir(exist_ok=True)
-    spec = absolute(spec)  # workers (processes, Ray actors) may run in other folders
-    folder = spec.output
+    with writing(folder):
+        return _build(absolute(spec), shards, jobs, runner, report, warn, rebuild, merge, t0)
+
+
+def _build(
+    spec: BuildSpec,
+    shards: int,
+    jobs: int,
+    runner: Runner | None,
+    report: Report,
+    warn: Report,
+    rebuild: bool,
+    merge: bool,
+    t0: float,
+) -> CollectionSummary:
+    folder = spec.output  # absolute: workers (processes, Ray actors) may run elsewhere
     embedder = resolve(spec.model, model_path=spec.model_path)
     max_tokens = model_window(spec, embedder)
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
@@ -190,7 +204,7 @@ def build_collection(
             catalog = old
         else:
             catalog, summary.embedded = made
-            catalog = _superseding(policy(target, catalog) if merge else catalog, old, old_version)
+            catalog = superseding(policy(target, catalog) if merge else catalog, old, old_version)
             _publish(folder, catalog)
         summary.chunks = catalog.n_chunks
         summary.changes = {"added": 0, "changed": 0, "removed": 0, **catalog.changes}
@@ -239,7 +253,7 @@ def _full(
         if catalog.shards == old.shards and not old.segments:
             return old  # nothing changed: no new version
         catalog = replace(catalog, parent=old_version)
-        catalog = _superseding(catalog, old, old_version)
+        catalog = superseding(catalog, old, old_version)
     _publish(folder, catalog)
     summary.rebuilt = sorted(reports, key=lambda r: r.index)
     summary.kept = [e.file or "" for e in kept]
@@ -259,17 +273,6 @@ def _counts(the_plan: Plan, live: Live | None) -> dict[str, int]:
         "changed": sum(1 for u, d in now_.items() if u in before and before[u] != d),
         "removed": sum(1 for u in before if u not in now_),
     }
-
-
-def _superseding(catalog: Catalog, old: Catalog, old_version: str) -> Catalog:
-    """Record the files of ``old`` that ``catalog`` no longer holds."""
-    current = {e.content_hash for e in catalog.files}
-    superseded = list(old.superseded) + [
-        (e.content_hash, old_version)
-        for e in old.files
-        if e.content_hash and e.content_hash not in current
-    ]
-    return replace(catalog, superseded=tuple(dict.fromkeys(superseded)))
 
 
 def _tasks(

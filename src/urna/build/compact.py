@@ -29,13 +29,15 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from urna.build.shard import PreviousShards, Written, write_file
-from urna.build.target import Target, digest
-from urna.build.update import add_deletions, segment_entry
-from urna.format.catalog import Catalog, ShardEntry
+from urna.build.target import Target, digest, target_of
+from urna.build.update import add_deletions, segment_entry, superseding
+from urna.format.catalog import Catalog, ShardEntry, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.sources import SourceRow, read_table
+from urna.format.versions import collect, now, publish, writing
 from urna.ingest.chunker import ChunkSpan
 from urna.search.corpus import open_corpus
 
@@ -224,3 +226,24 @@ def policy(target: Target, catalog: Catalog, *, everything: bool = False) -> Cat
         if full is None:
             return catalog
         catalog = merge(target, catalog, full[:MERGE_FACTOR])
+
+
+def compact_collection(folder: Path, model_path: Path | None = None) -> tuple[str, int] | None:
+    """``urna compact DIR``: fold every segment and deletion into the shards and publish;
+    the new version and how many segments were folded, or None when there is nothing to do."""
+    with writing(folder):
+        old, raw = read_catalog(folder)
+        if not old.segments and not any(e.deleted for e in old.shards):
+            return None
+        version = Catalog.version_of(raw)
+        target = target_of(folder, old, model_path)
+        catalog = replace(
+            superseding(policy(target, old, everything=True), old, version),
+            parent=version,
+            created=now(),
+            changes={"added": 0, "changed": 0, "removed": 0},
+            format_version=2,
+        )
+        new = publish(folder, catalog)
+        collect(folder)
+        return new, len(old.segments)

@@ -123,3 +123,15 @@ def apply_changes(
         format_version=2,
     )
     return catalog, embedded
+
+
+def superseding(catalog: Catalog, old: Catalog, old_version: str) -> Catalog:
+    """Record the files of ``old`` that ``catalog`` no longer holds (citations of them name
+    ``old_version``, retained until pruned)."""
+    current = {e.content_hash for e in catalog.files}
+    superseded = list(old.superseded) + [
+        (e.content_hash, old_version)
+        for e in old.files
+        if e.content_hash and e.content_hash not in current
+    ]
+    return replace(catalog, superseded=tuple(dict.fromkeys(superseded)))

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 import urna
-from urna.cli import build, corpus, find, library, search, tools
+from urna.cli import build, corpus, find, library, search, tools, versions
 from urna.errors import UrnaError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -56,7 +56,7 @@ def cli() -> None:
     """urna: offline retrieval in one portable, integrity-checked .urna file."""
 
 
-for module in (find, search, corpus, library, build, tools):
+for module in (find, search, corpus, library, build, versions, tools):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -33,7 +33,20 @@ def print_result(result: SearchResult, as_json: bool) -> None:
 
 
 def open_corpus(path: str) -> Searchable:
-    return urna.open(path)
+    """The verb's FILE, at the version ``--at`` names (collections keep their versions)."""
+    ctx = click.get_current_context(silent=True)
+    at = ctx.meta.get(AT_KEY) if ctx is not None else None
+    return urna.open(path, at=at) if at else urna.open(path)
+
+
+AT_KEY = "urna.at"
+
+
+def _remember_at(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        if not value.strip():
+            raise click.BadParameter("--at takes a version (hash prefix) or an ISO time")
+        ctx.meta[AT_KEY] = value
 
 
 class FileCommand(click.Command):
@@ -96,6 +109,13 @@ def file_argument(command: F) -> F:
         metavar="NAME",
         expose_value=False,
         help="A corpus of the library (URNA_HOME; see urna list) in place of FILE.",
+    )(command)
+    command = click.option(
+        "--at",
+        metavar="VERSION",
+        expose_value=False,
+        callback=_remember_at,
+        help="A collection's earlier version: a version hash prefix or an ISO time.",
     )(command)
     return click.argument("file", type=click.Path(path_type=str))(command)
 

@@ -18,10 +18,11 @@ from urna.cli.common import file_argument, file_command, open_corpus, out
 @file_argument
 def stats(file: str) -> None:
     """Manifest fields, sections, file_hash and content_hash."""
-    with urna.open(file) as corpus:
+    with open_corpus(file) as corpus:
         if isinstance(corpus, urna.Collection):
             out(render.collection_stats(corpus))
         else:
+            assert isinstance(corpus, urna.Corpus)
             out(render.stats(corpus))
 
 
@@ -44,12 +45,13 @@ def validate(file: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 def inspect(file: str, as_json: bool) -> None:
     """The whole file: manifest, section table with offsets and checksums, hashes."""
-    with urna.open(file) as corpus:
+    with open_corpus(file) as corpus:
         if as_json:
             out(json.dumps(corpus.info(), ensure_ascii=False, indent=2))
         elif isinstance(corpus, urna.Collection):
             out(render.collection_inspect(corpus))
         else:
+            assert isinstance(corpus, urna.Corpus)
             out(render.inspect(corpus))
 
 

@@ -273,10 +273,21 @@ def collection_lines(collection: Collection) -> list[str]:
         if e.file is None:
             lines.append(f"  [{e.index}] (empty) {where}")
         else:
+            gone = f" ({e.n_chunks - e.live} deleted)" if e.deleted else ""
             lines.append(
-                f"  [{e.index}] {e.file} {e.n_chunks} chunks {e.sources} sources {where} "
+                f"  [{e.index}] {e.file} {e.n_chunks} chunks{gone} {e.sources} sources {where} "
                 f"content_hash={e.content_hash}"
             )
+    if c.format_version >= 2:
+        lines.append(kv("segments", len(c.segments)))
+        for e in c.segments:
+            gone = f" ({e.n_chunks - e.live} deleted)" if e.deleted else ""
+            lines.append(
+                f"  [{e.index}] {e.file} {e.n_chunks} chunks{gone} {e.sources} sources "
+                f"content_hash={e.content_hash}"
+            )
+        lines.append(kv("created", c.created))
+        lines.append(kv("parent", c.parent or "none (the first version)"))
     if c.superseded:
         lines.append(kv("superseded", len(c.superseded)))
     lines += field_lines(collection.fields())

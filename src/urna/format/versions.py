@@ -15,9 +15,11 @@ abbreviates commits) or an ISO 8601 time (the newest version made at or before i
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,7 @@ from urna.format.regular import inside, read_regular
 from urna.format.sources import table_name
 
 VERSIONS = "versions"
+LOCK = ".lock"
 PRUNED = "pruned.json"
 HEX = re.compile(r"(?:sha256:)?([0-9a-f]{4,64})")
 
@@ -195,6 +198,41 @@ def record_pruned(folder: Path, dropped: list[tuple[str, Catalog]]) -> None:
     for version, _ in dropped:
         with contextlib.suppress(FileNotFoundError):
             version_path(folder, version).unlink()
+
+
+def prune(folder: Path, keep: int | None = None, since: str | None = None) -> list[str]:
+    """Drop the versions beyond the newest ``keep`` or made before ``since`` (the head is
+    always kept), then the files no retained version names. Returns the versions dropped."""
+    if keep is None and since is None:
+        raise UrnaError("prune needs --keep N or --since TIME")
+    if keep is not None and keep < 1:
+        raise UrnaError(f"--keep must be at least 1 (the head), got {keep}")
+    limit = parse_time(since) if since is not None else None
+    versions = chain(folder)
+    dropped = []
+    for n, (version, catalog) in enumerate(versions):
+        if n == 0:
+            continue
+        old = keep is not None and n >= keep
+        early = limit is not None and (not catalog.created or parse_time(catalog.created) < limit)
+        if old or early:
+            dropped.append((version, catalog))
+    if dropped:
+        record_pruned(folder, dropped)
+        collect(folder)
+    return [v for v, _ in dropped]
+
+
+@contextlib.contextmanager
+def writing(folder: Path) -> Iterator[None]:
+    """One writer at a time per collection (an advisory lock on ``folder/.lock``): a build,
+    a watch, a compaction and a prune never publish over each other."""
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def retained_files(folder: Path) -> set[str]:

@@ -18,9 +18,10 @@ import numpy as np
 
 from urna.errors import CitationError, FormatError
 from urna.format.audit import AuditReport
-from urna.format.catalog import Catalog, read_catalog
+from urna.format.catalog import Catalog, ShardEntry, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.regular import Outside, inside
+from urna.format.sources import read_table
 from urna.format.versions import chain, pruned
 from urna.search.api import SearchAPI
 from urna.search.chunks import Chunk
@@ -190,11 +191,13 @@ class Collection(SearchAPI):
     def validate(self) -> AuditReport:
         """Every shard's audit (ids recomputed, vectors walked, derived sections checked),
         the catalog's hashes, and the collection's own audit: each shard holds only sources
-        of its bucket range, in source order, no more than the catalog counts, and no chunk
-        id appears in two shards."""
+        of its bucket range (a segment: any), in source order, no more than the catalog
+        counts; its source table (if any) tiles its chunks by source, and each deletion is one
+        of its rows; no live chunk id and no live source is in two files."""
         sections = 0
         owner: dict[str, str] = {}
-        for shard, entry in zip(self.shards, _files(self.catalog), strict=True):
+        source_owner: dict[str, str] = {}
+        for shard, entry in zip(self.shards, self.catalog.files, strict=True):
             report = shard.validate()
             sections += report.n_sections
             name = entry.file or ""
@@ -202,10 +205,16 @@ class Collection(SearchAPI):
                 raise _mismatch(name, "content_hash", entry.content_hash, report)
             ids, uris = shard.holdings()
             _audit_sources(name, uris, entry.buckets, entry.sources, self.catalog.n_buckets)
-            for chunk_id in ids:
+            dead = _audit_table(self._folder, entry, uris)
+            for chunk_id, uri in zip(ids, uris, strict=True):
+                if uri in dead:
+                    continue
                 other = owner.setdefault(chunk_id, name)
                 if other != name:
                     raise _bad(f"chunk id {chunk_id} is in shard {other} and in shard {name}")
+                other = source_owner.setdefault(uri, name)
+                if other != name:
+                    raise _bad(f"source {uri} is live in {other} and in {name}")
         return AuditReport(self.n_chunks, sections, self.version, self.version)
 
     def close(self) -> None:
@@ -255,12 +264,30 @@ def shard_path(folder: Path, name: str) -> Path:
         raise _bad(str(exc)) from None
 
 
+def _audit_table(folder: Path, entry: ShardEntry, uris: Sequence[str]) -> set[str]:
+    """Check a file's source table against its chunks and the catalog's deletions of it;
+    returns the deleted sources."""
+    name = entry.file or ""
+    rows = read_table(folder, name)
+    if rows is None:
+        if entry.deleted:
+            raise _bad(f"{name} has deletions but no source table")
+        return set()
+    if (rows[-1].hi if rows else 0) != len(uris):
+        raise _bad(f"the source table of {name} does not cover its {len(uris)} chunks")
+    spans = {}
+    for row in rows:
+        if any(uris[i] != row.uri for i in range(row.lo, row.hi)):
+            raise _bad(f"the source table of {name} misplaces source {row.uri}")
+        spans[row.uri] = (row.lo, row.hi)
+    for uri, lo, hi in entry.deleted:
+        if spans.get(uri) != (lo, hi):
+            raise _bad(f"the catalog deletes [{lo}, {hi}) of {name} as {uri}: no such source")
+    return {uri for uri, _, _ in entry.deleted}
+
+
 def _bad(message: str) -> FormatError:
     return FormatError(message, check=19, section="catalog.json")
-
-
-def _files(catalog: Catalog) -> list[Any]:
-    return [e for e in catalog.shards if e.file is not None]
 
 
 def _mismatch(file: str, what: str, expected: str | None, report: AuditReport) -> FormatError:
