@@ -147,6 +147,16 @@ def _previous(folder: Path, rebuild: bool) -> tuple[Catalog | None, str]:
     return catalog, Catalog.version_of(raw)
 
 
+def existing_shards(output: Path) -> int | None:
+    """An existing collection's shard count: ``build SOURCES -o DIR`` updates it as it is."""
+    if not is_collection(output):
+        return None
+    try:
+        return len(read_catalog(output)[0].shards)
+    except UrnaError:
+        return None
+
+
 def build_collection(
     spec: BuildSpec,
     *,
@@ -266,12 +276,11 @@ def _full(
 def _counts(the_plan: Plan, live: Live | None) -> dict[str, int]:
     if live is None:
         return {"added": len(the_plan.docs), "changed": 0, "removed": 0}
-    before = {uri: row.doc_sha for uri, (_, row) in live.docs.items()}
-    now_ = the_plan.docs
+    before, after = {u: row.doc_sha for u, (_, row) in live.docs.items()}, the_plan.docs
     return {
-        "added": sum(1 for u in now_ if u not in before),
-        "changed": sum(1 for u, d in now_.items() if u in before and before[u] != d),
-        "removed": sum(1 for u in before if u not in now_),
+        "added": sum(1 for u in after if u not in before),
+        "changed": sum(1 for u, d in after.items() if u in before and before[u] != d),
+        "removed": sum(1 for u in before if u not in after),
     }
 
 

@@ -11,15 +11,13 @@ from typing import Any
 import click
 
 from urna import library
-from urna.build.collection import build_collection
+from urna.build.collection import build_collection, existing_shards
 from urna.build.ray_build import ray_runner
 from urna.build.run import run_build
 from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.write import DTYPES, build
 from urna.cli import render
 from urna.cli.common import out
-from urna.errors import UrnaError
-from urna.format.catalog import is_collection, read_catalog
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
 
@@ -196,16 +194,6 @@ def build_cmd(
         bar=show and sys.stderr.isatty(),
     )
     out(render.build_summary(summary))
-
-
-def existing_shards(output: Path) -> int | None:
-    """An existing collection's shard count: ``build SOURCES -o DIR`` updates it as it is."""
-    if not is_collection(output):
-        return None
-    try:
-        return len(read_catalog(output)[0].shards)
-    except UrnaError:
-        return None
 
 
 def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict[str, Any]) -> None:

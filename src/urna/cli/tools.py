@@ -104,13 +104,13 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 @click.option(
     "--data",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where watched databases are written (default: ./urna-data).",
+    help="Where watched collections are written (default: the library, URNA_HOME).",
 )
 @click.option("--model", default="minilm", show_default=True, help="Model for watched folders.")
 @click.option(
     "--interval",
     type=click.FloatRange(min=0, min_open=True),
-    default=2.0,
+    default=0.25,
     show_default=True,
     help="Seconds between checks of watched folders (> 0).",
 )

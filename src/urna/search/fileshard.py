@@ -13,6 +13,7 @@ them would.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -77,6 +78,15 @@ class FileShard(FileView):
             has_graph_index=self.has_graph_index,
             index_type=self.index_type,
         )
+
+    def retired(self, ranges: Sequence[tuple[int, int]]) -> FileShard:
+        """A view of this open file with these chunks deleted (nothing re-read): the next
+        version of a collection shares its unchanged files with the one still answering."""
+        view = copy.copy(self)
+        view._dead, view._live, view._live_bm25 = None, None, None
+        view.facts = replace(self.facts, deleted=0)
+        view.retire(ranges)
+        return view
 
     def retire(self, ranges: Sequence[tuple[int, int]]) -> None:
         """Delete the chunks in these [lo, hi) ranges from every answer (at open)."""

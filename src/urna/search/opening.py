@@ -4,6 +4,7 @@ opens a ``Collection``. Both are checked the same way and answer the same method
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -51,24 +52,38 @@ def _bad(message: str) -> FormatError:
 
 
 def open_collection(
-    folder: Path, *, verify: Verify = "full", private: bool = False, at: str | None = None
+    folder: Path,
+    *,
+    verify: Verify = "full",
+    private: bool = False,
+    at: str | None = None,
+    reuse: Mapping[str, FileShard] | None = None,
 ) -> Collection:
+    """Open a collection's head (or the version ``at``); files in ``reuse`` (by name, opened
+    and checked by an earlier open of the same folder) are shared, not opened again."""
     if at is None:
         catalog, raw = read_catalog(folder)
     else:
         catalog, raw = read_version(folder, resolve_at(folder, at))
     version = Catalog.version_of(raw)
     shards: list[FileShard] = []
+    shared: set[int] = set()
     try:
         for entry in catalog.files:
             assert entry.file is not None
+            ranges = [(lo, hi) for _, lo, hi in entry.deleted]
+            known = (reuse or {}).get(entry.file)
+            if known is not None and known.content_hash == entry.content_hash:
+                shards.append(known.retired(ranges))
+                shared.add(len(shards) - 1)
+                continue
             path = shard_path(folder, entry.file)
             if not path.is_file():
                 raise _bad(f"the catalog names shard {entry.file}, which is missing from {folder}")
             shard = open_shard(path, verify=verify, private=private)
             shards.append(shard)
             _check_shard(catalog, entry, shard, hashes=verify == "full")
-            shard.retire([(lo, hi) for _, lo, hi in entry.deleted])
+            shard.retire(ranges)
         first = shards[0]
         for shard in shards[1:]:
             if shard.fusion != first.fusion:
@@ -77,8 +92,9 @@ def open_collection(
                 if shard.manifest.get(key) != first.manifest.get(key):
                     raise _bad(f"shard {shard.path.name} records another {key} than the first")
     except BaseException:
-        for shard in shards:
-            shard.close()
+        for n, shard in enumerate(shards):
+            if n not in shared:  # a shared file still answers for the version that opened it
+                shard.close()
         raise
     head = version if at is None else Catalog.version_of(read_catalog(folder)[1])
     return Collection(folder, catalog, version, shards, head=head)

@@ -30,7 +30,7 @@ def serve(
     watches: list[str] | None = None,
     data: Path | None = None,
     model: str = "minilm",
-    interval: float = 2.0,
+    interval: float = 0.25,
     max_rps: float = 200.0,
     ray: str | None = None,
     places: list[str] | None = None,
@@ -64,11 +64,10 @@ def serve(
             raise UrnaError(f"--watch {w.name} collides with a served file of that name")
     watcher = None
     if parsed:
-        folder = data or Path.cwd() / "urna-data"
         watcher = Watcher(
             dbs,
             parsed,
-            folder,
+            data,
             model=model,
             interval=interval,
             report=lambda m: print(m, file=sys.stderr, flush=True),

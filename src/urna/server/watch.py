@@ -1,12 +1,14 @@
-"""Folders that stay indexed: build NAME.urna from a folder, rebuild when its files change.
+"""Folders that stay indexed: each watched folder is a living collection (``build/update.py``).
 
-Every rebuild is incremental (the embedding cache means only changed chunks are
-embedded), is written to a temporary file and renamed over the old one, and is
-fully verified before it is swapped in. Files that are not regular (a FIFO named
-like a document) are skipped; a folder emptied or deleted stops being served (404)
-until documents appear again. Requests keep answering from the old
-file until the swap, which is one dictionary store; the old file's memory map
-stays valid for requests still using it.
+The watcher polls each folder's files (size and modification time) every ``interval``
+seconds; a change becomes an update of the collection: the documents added or changed are
+written as one segment, those replaced or removed as deletions, and the merge policy runs.
+The new version is opened sharing every unchanged file with the version still answering
+(only the new segment is read and fully verified), then swapped in with one dictionary
+store: a request gets the old version or the new one, never a mix. Watched collections live
+in the library (``URNA_HOME``, listed by ``urna list``) unless ``--data`` names a folder.
+Files that are not regular (a FIFO named like a document) are skipped; a folder emptied or
+deleted stops being served (404) until documents appear again; its versions stay on disk.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from urna.build.run import run_build
+from urna import library
+from urna.build.collection import build_collection, existing_shards
 from urna.build.spec import BuildSpec, Source
 from urna.embed.registry import resolve
 from urna.errors import UrnaError
 from urna.ingest.loaders import kind_of
-from urna.search.corpus import open_corpus
+from urna.search.fileshard import FileShard
+from urna.search.opening import open_collection
 from urna.server.databases import Databases
 
 log = logging.getLogger(__name__)
@@ -71,10 +75,10 @@ class Watcher:
         self,
         dbs: Databases,
         watches: list[Watch],
-        data: Path,
+        data: Path | None,
         *,
         model: str,
-        interval: float = 2.0,
+        interval: float = 0.25,
         report: Callable[[str], None] | None = None,
     ) -> None:
         self.dbs, self.watches, self.data, self.interval = dbs, watches, data, interval
@@ -82,33 +86,50 @@ class Watcher:
         self.report = report or (lambda message: log.warning("%s", message))
         self._stop = threading.Event()
         self._seen: dict[str, Snapshot] = {}
+        self._open: dict[str, dict[str, FileShard]] = {}  # served files, by watch and name
         self._thread = threading.Thread(target=self._loop, name="urna-watch", daemon=True)
         self.embedder = resolve(model)
 
+    def folder(self, watch: Watch) -> Path:
+        """Where a watched folder's collection lives."""
+        if self.data is None:
+            return library.target(watch.name, collection=True)
+        return self.data / watch.name
+
     def build(self, watch: Watch) -> None:
         before = snapshot(watch.folder)
-        out = self.data / f"{watch.name}.urna"
+        out = self.folder(watch)
         if not before:
             # Emptied or deleted: what was there must stop being searchable.
             self.dbs.drop(watch.name)
-            out.unlink(missing_ok=True)
+            self._open.pop(watch.name, None)
             self._seen[watch.name] = before
             self.report(f"watch: {watch.name} has no documents in {watch.folder}: not served")
             return
         spec = BuildSpec(
-            sources=(Source(watch.folder),), output=out, base=watch.folder, model=self.embedder.name
+            sources=(Source(watch.folder.resolve()),),
+            output=out,
+            base=watch.folder.resolve(),
+            model=self.embedder.name,
         )
-        summary = run_build(spec, embedder=self.embedder)
-        corpus = open_corpus(out, private=True)  # every check, before any request sees it
-        self.dbs.swap(watch.name, corpus)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        summary = build_collection(spec, shards=existing_shards(out) or 1)
+        served = self._open.get(watch.name, {})
+        collection = open_collection(out, private=True, reuse=served)
+        self._open[watch.name] = {
+            s.path.name: s for s in collection.shards if isinstance(s, FileShard)
+        }
+        self.dbs.swap(watch.name, collection)
         self._seen[watch.name] = before
+        changes = summary.changes or {}
         self.report(
-            f"watch: {watch.name} built from {watch.folder}: {summary.chunks} chunks, "
-            f"{summary.embedded} embedded, {summary.cached} cached"
+            f"watch: {watch.name} is version {summary.version.removeprefix('sha256:')[:12]} "
+            f"of {out}: {summary.chunks} chunks; {changes.get('added', 0)} "
+            f"added, {changes.get('changed', 0)} changed, {changes.get('removed', 0)} removed, "
+            f"{summary.embedded} embedded, in {summary.seconds:.2f} s"
         )
 
     def start(self) -> None:
-        self.data.mkdir(parents=True, exist_ok=True)
         for watch in self.watches:
             self.build(watch)
         self._thread.start()
@@ -122,7 +143,7 @@ class Watcher:
                 try:
                     if snapshot(watch.folder) != self._seen.get(watch.name):
                         self.build(watch)
-                except UrnaError as exc:  # keep serving the last good file
-                    self.report(f"watch: {watch.name} not rebuilt: {exc}")
+                except UrnaError as exc:  # keep serving the last good version
+                    self.report(f"watch: {watch.name} not updated: {exc}")
                 except Exception as exc:  # a loader's or the model's own error: same rule
-                    self.report(f"watch: {watch.name} not rebuilt: {type(exc).__name__}: {exc}")
+                    self.report(f"watch: {watch.name} not updated: {type(exc).__name__}: {exc}")
