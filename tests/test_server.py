@@ -364,7 +364,7 @@ def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
         if proc.stderr:
             proc.stderr.close()
     assert failures == []
-    builds = [line for line in log if line.startswith("watch: notes built")]
+    builds = [line for line in log if line.startswith("watch: notes is version")]
     assert len(builds) >= 4, log
     # The first build embeds everything; each later one only the chunks that changed.
     embedded = [int(line.split(" embedded")[0].rsplit(", ", 1)[1]) for line in builds]

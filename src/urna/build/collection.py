@@ -212,6 +212,7 @@ def _build(
         made = apply_changes(target, old, old_version, live, found)
         if made is None:
             catalog = old
+            collect(folder)  # files a killed writer left
         else:
             catalog, summary.embedded = made
             catalog = superseding(policy(target, catalog) if merge else catalog, old, old_version)
@@ -265,10 +266,10 @@ def _full(
         catalog = replace(catalog, parent=old_version)
         catalog = superseding(catalog, old, old_version)
     _publish(folder, catalog)
+    summary.changes = catalog.changes
     summary.rebuilt = sorted(reports, key=lambda r: r.index)
     summary.kept = [e.file or "" for e in kept]
-    summary.chunks = catalog.n_chunks
-    summary.embedded = sum(r.embedded for r in reports)
+    summary.chunks, summary.embedded = catalog.n_chunks, sum(r.embedded for r in reports)
     summary.cached = sum(r.reused for r in reports)
     return catalog
 

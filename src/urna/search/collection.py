@@ -28,6 +28,7 @@ from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
 from urna.search.core import Searcher
 from urna.search.corpus import open_corpus
+from urna.search.fileshard import FileShard
 from urna.search.fusion import FusionParams
 from urna.search.shard import Shard
 
@@ -130,8 +131,24 @@ class Collection(SearchAPI):
         s = self._by_hash.get(cit.content_hash)
         if s is None:
             return self._cite_retained(cit)
-        chunk = self.shards[s].cite(str(cit))
+        shard = self.shards[s]
+        chunk = shard.cite(str(cit))
+        if isinstance(shard, FileShard) and not shard.is_live(chunk.ordinal):
+            self._check_retained_live(shard.path.name, chunk.source_uri)
         return replace(chunk, ordinal=int(self._offsets[s]) + chunk.ordinal)
+
+    def _check_retained_live(self, name: str, uri: str) -> None:
+        """A chunk this version deletes resolves while a retained version still counts it."""
+        for _, catalog in chain(self._folder):
+            entry = next((e for e in catalog.files if e.file == name), None)
+            if entry is not None and uri not in {d[0] for d in entry.deleted}:
+                return
+        gone = sorted(pruned(self._folder).values(), key=lambda p: p.pruned)
+        when = f"; versions were pruned, last on {gone[-1].pruned}" if gone else ""
+        raise CitationError(
+            f"the citation names a chunk of {uri} that {name} no longer counts, and no "
+            f"retained version of the collection holds it{when}"
+        )
 
     def _cite_retained(self, cit: Citation) -> Chunk:
         """A citation of a file this version does not hold: resolved in the retained version

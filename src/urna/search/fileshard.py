@@ -150,6 +150,10 @@ class FileShard(FileView):
         allowed = self.filtered(kept)
         return self.n_chunks if allowed is None else len(allowed)
 
+    def is_live(self, i: int) -> bool:
+        """Whether chunk ``i`` counts (the collection's catalog may delete it)."""
+        return self._dead is None or not bool(self._dead[i])
+
     def _alive(self, candidates: np.ndarray) -> np.ndarray:
         return candidates if self._dead is None else candidates[~self._dead[candidates]]
 
