@@ -25,7 +25,7 @@ from urna.build.collection import build_collection
 from urna.build.compact import compact_collection
 from urna.build.spec import spec_from_args
 from urna.format.catalog import read_catalog
-from urna.format.versions import VERSIONS, describe_versions, retained_files
+from urna.format.versions import VERSIONS, chain, describe_versions, retained_files
 
 pytestmark = needs_models
 WORDS = [
@@ -306,3 +306,103 @@ def test_a_killed_writer_leaves_the_previous_version_whole(tmp_path: Path) -> No
     tables = {n.removesuffix(".urna") + ".sources.json" for n in named}
     assert left == named | tables | {"catalog.json"}, left - named - tables
     assert all(p.suffix == ".json" for p in (out / VERSIONS).iterdir())
+
+
+def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
+    """8 clients query while 50 files change: no error, and every answer's hits come from
+    the files of one version of the watched collection."""
+    import json
+    import threading
+    import urllib.request
+
+    from tests.server_helpers import free_port, q
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"n{i}.md").write_text(text_of(i))
+    port = free_port()
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "urna",
+            "serve",
+            "--watch",
+            f"notes={folder}",
+            "--data",
+            str(data),
+            "--interval",
+            "0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    base = f"http://127.0.0.1:{port}"
+    answers: list[set[str]] = []
+    failures: list[object] = []
+    stop = threading.Event()
+
+    def get(path: str) -> tuple[int, dict]:
+        try:
+            with urllib.request.urlopen(base + path, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"{}")
+
+    def client(n: int) -> None:
+        while not stop.is_set():
+            status, body = get("/v1/search?" + q({"db": "notes", "q": QUERIES[n % 4], "limit": "8"}))
+            if status != 200:
+                failures.append((status, body))
+            else:
+                answers.append({h["content_hash"] for h in body["hits"]})
+
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert proc.poll() is None
+            try:
+                if get("/api/health")[0] == 200 and get("/v1/search?q=x&db=notes")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        clients = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(8)]
+        for c in clients:
+            c.start()
+        for i in range(50):  # edits, adds and deletes
+            path = folder / f"n{i % 14}.md"
+            if i % 7 == 6 and path.exists():
+                path.unlink()
+            else:
+                path.write_text(text_of(200 + i))
+            time.sleep(0.05)
+        marker = folder / "last.md"
+        marker.write_text("# Last\n\nA xylophone is the last word here.\n")
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            _, body = get("/v1/search?" + q({"db": "notes", "q": "xylophone", "mode": "text"}))
+            if body.get("hits"):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the last change never became searchable")
+        stop.set()
+        for c in clients:
+            c.join(timeout=30)
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert failures == [] and len(answers) > 50
+    versions = [{e.content_hash for e in read_catalog(data / "notes")[0].files}] + [
+        {e.content_hash for e in c.files}
+        for _, c in __import__("urna.format.versions", fromlist=["chain"]).chain(data / "notes")
+    ]
+    for hashes in answers:
+        assert any(hashes <= files for files in versions), hashes

@@ -223,8 +223,7 @@ def _build(
             summary.changes = {"added": 0, "changed": 0, "removed": 0}
     else:
         catalog = _full(target, shards, jobs, runner, report, warn, summary, old, old_version, live)
-    summary.version = catalog.version
-    summary.segments = len(catalog.segments)
+    summary.version, summary.segments = catalog.version, len(catalog.segments)
     summary.size = sum((folder / (e.file or "")).stat().st_size for e in catalog.files)
     summary.seconds = time.perf_counter() - t0
     return summary

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from urna import library
 from urna.build.collection import build_collection, existing_shards
-from urna.build.spec import BuildSpec, Source
+from urna.build.spec import spec_from_args
 from urna.embed.registry import resolve
 from urna.errors import UrnaError
 from urna.ingest.loaders import kind_of
@@ -106,12 +106,8 @@ class Watcher:
             self._seen[watch.name] = before
             self.report(f"watch: {watch.name} has no documents in {watch.folder}: not served")
             return
-        spec = BuildSpec(
-            sources=(Source(watch.folder.resolve()),),
-            output=out,
-            base=watch.folder.resolve(),
-            model=self.embedder.name,
-        )
+        # The spec ``urna build FOLDER -o DIR --model M`` makes: either may update it.
+        spec = spec_from_args([watch.folder], out, model=self.model)
         out.parent.mkdir(parents=True, exist_ok=True)
         summary = build_collection(spec, shards=existing_shards(out) or 1)
         served = self._open.get(watch.name, {})
