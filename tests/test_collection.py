@@ -3,7 +3,6 @@ and refuse a catalog that does not match its shards."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path

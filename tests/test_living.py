@@ -25,7 +25,7 @@ from urna.build.collection import build_collection
 from urna.build.compact import compact_collection
 from urna.build.spec import spec_from_args
 from urna.format.catalog import read_catalog
-from urna.format.versions import VERSIONS, chain, describe_versions, retained_files
+from urna.format.versions import VERSIONS, describe_versions, retained_files
 
 pytestmark = needs_models
 WORDS = [
@@ -356,7 +356,9 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
 
     def client(n: int) -> None:
         while not stop.is_set():
-            status, body = get("/v1/search?" + q({"db": "notes", "q": QUERIES[n % 4], "limit": "8"}))
+            status, body = get(
+                "/v1/search?" + q({"db": "notes", "q": QUERIES[n % 4], "limit": "8"})
+            )
             if status != 200:
                 failures.append((status, body))
             else:
