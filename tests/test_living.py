@@ -408,3 +408,28 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
     ]
     for hashes in answers:
         assert any(hashes <= files for files in versions), hashes
+
+
+def test_a_served_collection_follows_its_folder(tmp_path: Path) -> None:
+    """`urna serve DIR` answers from each new head a build publishes, sharing the files that
+    did not change with the version still answering."""
+    from urna.server.databases import Databases, load
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"n{i}.md").write_text(text_of(i))
+    out = tmp_path / "col"
+    build(docs, out)
+    dbs: Databases = load([out])
+    before = dbs.get("col")
+    assert isinstance(before, urna.Collection)
+    (docs / "n9.md").write_text("# Quokka\n\nA quokka smiles at the camera.\n")
+    build(docs, out, merge=False)
+    time.sleep(Databases.FOLLOW + 0.05)
+    after = dbs.get("col")
+    assert isinstance(after, urna.Collection) and after.version != before.version
+    assert after.search_text("quokka", k=1, mode="text").hits
+    assert not before.search_text("quokka", k=1, mode="text").hits  # the old one still answers
+    shared = {s.facts.name for s in before.shards} & {s.facts.name for s in after.shards}
+    assert shared == {s.facts.name for s in before.shards}

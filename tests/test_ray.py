@@ -285,6 +285,31 @@ def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) 
             cluster, base + "/v1/cite?" + q({"db": name, "citation": hit["citation_id"]})
         )
         assert cited[0] == 200 and cited[1]["text"] == hit["text"]
+        # A new version (a segment and a deletion) is picked up without a restart, and
+        # still answers as the local server, which follows the folder the same way.
+        edited = sorted(docs.glob("*.md"))[0]
+        edited.write_text(edited.read_text() + "\n\nA quokka smiles at the camera.\n")
+        assert run("build", str(docs), "-o", str(folder), "--no-merge").exit_code == 0
+        path = "/v1/search?" + q({"db": name, "q": "quokka camera", "mode": "text", "limit": "5"})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status, remote = _get_inside(cluster, base + path)
+            if status == 200 and remote["hits"]:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the new version was not picked up")
+        _, mine = local.get(path)
+        for body in (remote, mine):
+            body.pop("query_time_ms")
+        assert_same_answer(remote, mine, where="after an update")
+        for query in ("how do I install it on linux", "shards"):
+            path = "/v1/search?" + q({"db": name, "q": query, "mode": "hybrid", "limit": "5"})
+            _, remote = _get_inside(cluster, base + path)
+            _, mine = local.get(path)
+            for body in (remote, mine):
+                body.pop("query_time_ms")
+            assert_same_answer(remote, mine, where=f"{query} after an update")
     finally:
         local.stop()
         _stop_group(proc, grace=60)

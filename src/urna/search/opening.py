@@ -17,6 +17,7 @@ from urna.format.versions import read_version, resolve_at
 from urna.search.collection import Collection, shard_path
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
+from urna.search.shard import Shard
 
 
 def open_path(
@@ -57,7 +58,7 @@ def open_collection(
     verify: Verify = "full",
     private: bool = False,
     at: str | None = None,
-    reuse: Mapping[str, FileShard] | None = None,
+    reuse: Mapping[str, Shard] | None = None,
 ) -> Collection:
     """Open a collection's head (or the version ``at``); files in ``reuse`` (by name, opened
     and checked by an earlier open of the same folder) are shared, not opened again."""
@@ -66,7 +67,7 @@ def open_collection(
     else:
         catalog, raw = read_version(folder, resolve_at(folder, at))
     version = Catalog.version_of(raw)
-    shards: list[FileShard] = []
+    shards: list[Shard] = []
     shared: set[int] = set()
     try:
         for entry in catalog.files:
@@ -84,17 +85,17 @@ def open_collection(
             shards.append(shard)
             _check_shard(catalog, entry, shard, hashes=verify == "full")
             shard.retire(ranges)
-        first = shards[0]
-        for shard in shards[1:]:
-            if shard.fusion != first.fusion:
-                raise _bad(f"shard {shard.path.name} records another fusion than the first")
+        first = shards[0].facts
+        for other in (s.facts for s in shards[1:]):
+            if other.fusion != first.fusion:
+                raise _bad(f"shard {other.name} records another fusion than the first")
             for key in ("embed_context", "embed_precision", "embed_batching"):
-                if shard.manifest.get(key) != first.manifest.get(key):
-                    raise _bad(f"shard {shard.path.name} records another {key} than the first")
+                if other.manifest.get(key) != first.manifest.get(key):
+                    raise _bad(f"shard {other.name} records another {key} than the first")
     except BaseException:
-        for n, shard in enumerate(shards):
+        for n, opened in enumerate(shards):
             if n not in shared:  # a shared file still answers for the version that opened it
-                shard.close()
+                opened.close()
         raise
     head = version if at is None else Catalog.version_of(read_catalog(folder)[1])
     return Collection(folder, catalog, version, shards, head=head)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from urna.errors import FileError, UrnaError
-from urna.format.catalog import is_collection
-from urna.search.opening import open_path
+from urna.errors import FileError, QueryError, UrnaError
+from urna.format.catalog import CATALOG, Catalog, is_collection
+from urna.format.regular import read_regular
+from urna.format.versions import resolve_at
+from urna.search.collection import Collection
+from urna.search.opening import open_collection, open_path
 from urna.search.protocol import Searchable
 
 
@@ -19,9 +24,65 @@ class Databases:
 
     corpora: dict[str, Searchable] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    earlier: OrderedDict[tuple[str, str], Searchable] = field(default_factory=OrderedDict)
+
+    KEPT = 8  # earlier versions kept open (``at`` requests), the least recently used dropped
+
+    checked: dict[str, float] = field(default_factory=dict)
+
+    FOLLOW = 0.5  # seconds between looks at a served collection's catalog
 
     def get(self, name: str) -> Searchable | None:
-        return self.corpora.get(name)
+        corpus = self.corpora.get(name)
+        if isinstance(corpus, Collection):
+            return self._follow(name, corpus)
+        return corpus
+
+    def _follow(self, name: str, current: Collection) -> Collection:
+        """A served collection follows its folder: a new head (a build, a compaction, another
+        server's watch) is opened sharing every unchanged file, then swapped in."""
+        now = time.monotonic()
+        with self.lock:
+            if now - self.checked.get(name, 0.0) < self.FOLLOW:
+                return current
+            self.checked[name] = now
+        try:
+            raw = read_regular(current.path / CATALOG)
+        except OSError:
+            return current
+        if Catalog.version_of(raw) in (current.version, current.head):
+            return current
+        reuse = {s.facts.name: s for s in current.shards}
+        try:
+            newer = open_collection(current.path, private=True, reuse=reuse)
+        except UrnaError:
+            return current  # a head that does not open is not served; the last good one is
+        with self.lock:
+            if self.corpora.get(name) is current:
+                self.corpora[name] = newer
+            return self.corpora.get(name, newer)  # type: ignore[return-value]
+
+    def at(self, name: str, at: str) -> Searchable:
+        """A served collection's earlier version (``at``: a version prefix or an ISO time),
+        opened once and kept among the KEPT most recently asked."""
+        current = self.corpora.get(name)
+        if not isinstance(current, Collection):
+            raise QueryError(f"at needs a collection: database {name} is one file")
+        version = resolve_at(current.path, at)
+        if version == current.version:
+            return current
+        key = (name, version)
+        with self.lock:
+            found = self.earlier.get(key)
+            if found is not None:
+                self.earlier.move_to_end(key)
+                return found
+        opened = open_collection(current.path, private=True, at=version)
+        with self.lock:
+            self.earlier[key] = opened
+            while len(self.earlier) > self.KEPT:
+                self.earlier.popitem(last=False)
+        return opened
 
     def names(self) -> list[str]:
         return sorted(self.corpora)

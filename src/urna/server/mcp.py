@@ -47,6 +47,7 @@ SEARCH = (
     "section (a section path prefix, e.g. 'Guide / Install'), or where (a filter on the "
     'metadata fields list_corpora shows, e.g. {"year": {"$gte": 2020}}).'
 )
+AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
     "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
     "$eq $ne $gt $gte $lt $lte $in $nin $contains $exists, combined by $and $or $not"
@@ -109,10 +110,12 @@ class Tools:
                     raise
         raise CitationError(f"no served corpus holds {citation}") from first
 
-    def search(self, corpus: str | None, query: Query) -> dict[str, Any]:
+    def search(self, corpus: str | None, query: Query, at: str | None = None) -> dict[str, Any]:
         if not (query.text or "").strip():
             raise UrnaError("the query is empty")
         name, searchable = self.corpus(corpus)
+        if at:
+            searchable = self.dbs.at(name, at)
         return {"corpus": name, **searchable.run(query).to_dict()}
 
     def cite(self, citation: str, corpus: str | None, verify_source: bool) -> dict[str, Any]:
@@ -221,13 +224,14 @@ def create_mcp(dbs: Databases) -> MCPServer:
         source: Annotated[str | None, Field(max_length=500)] = None,
         section: Annotated[str | None, Field(max_length=500)] = None,
         where: Annotated[dict[str, Any] | None, Field(description=WHERE)] = None,
+        at: Annotated[str | None, Field(max_length=100, description=AT)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
             text=query, k=limit, mode=mode, source=source or None, section=section or None,
             where=where,
         )  # fmt: skip
-        return await _run(lambda: tools.search(corpus, asked))
+        return await _run(lambda: tools.search(corpus, asked, at or None))
 
     @server.tool(description=CITE, annotations=readonly)
     async def cite(

@@ -27,6 +27,9 @@ class SearchParams(BaseModel):
     # A URL must fit the server's request line (h11: 16 KiB, all parameters at their most,
     # percent-encoded): a longer filter goes in a POST body.
     where: str | None = Field(None, max_length=2000, description=f"{WHERE_HELP}, as JSON")
+    at: str | None = Field(
+        None, max_length=100, description="a collection's earlier version: hash prefix or ISO time"
+    )
 
 
 class SearchBody(SearchParams):

@@ -2,17 +2,25 @@
 opening its own shard file and placeable on chosen nodes, and an ingress deployment that
 serves the same HTTP app as ``urna serve``. The ingress embeds a query once, runs the two
 BM25 rounds against the shard deployments, merges, and answers exactly as the local server:
-the merging code is the same ``Collection``, with remote shards instead of local ones."""
+the merging code is the same ``Collection``, with remote shards instead of local ones.
+
+A version's deletions travel with each ranking call (the deployment keeps a view per
+version). The ingress follows the folder as every server does (``server/databases.py``): a
+new version's unchanged files stay on their deployments, and its new files (segments, or
+shards a compaction rewrote) are opened by the ingress itself until the next deployment."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import signal
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +35,16 @@ from urna.index.bm25 import TermStats
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
 from urna.search.corpus import open_shard
+from urna.search.fileshard import FileShard
 from urna.search.filters import Filter
 from urna.search.opening import shard_path
 from urna.search.result import Hit
 from urna.search.shard import HitSpec, Pair, Ranking, ShardFacts
 from urna.search.where import Schema
 from urna.server.databases import Databases
+
+Dead = tuple[tuple[int, int], ...]  # a version's deleted chunk ranges of one file
+VIEWS = 4
 
 
 class ShardServer:
@@ -41,6 +53,19 @@ class ShardServer:
     def __init__(self, path: str, verify: str) -> None:
         mode: Verify = "full" if verify == "full" else "trusted"
         self.shard = open_shard(path, verify=mode, private=True)
+        self._views: OrderedDict[Dead, FileShard] = OrderedDict()
+
+    def _at(self, dead: Dead) -> FileShard:
+        """The file with a version's deletions (the calls that rank name them; views of the
+        few most recent versions are kept)."""
+        if not dead:
+            return self.shard
+        view = self._views.get(dead)
+        if view is None:
+            view = self._views[dead] = self.shard.retired(dead)
+            while len(self._views) > VIEWS:
+                self._views.popitem(last=False)
+        return view
 
     def facts(self) -> tuple[ShardFacts, str, str]:
         """The shard's facts, its content_hash and its file_hash."""
@@ -49,30 +74,45 @@ class ShardServer:
     def schema(self) -> Schema:
         return self.shard.schema()
 
-    def count(self, kept: Filter | None) -> int:
-        return self.shard.count(kept)
+    def count(self, kept: Filter | None, dead: Dead = ()) -> int:
+        return self._at(dead).count(kept)
 
-    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
-        return self.shard.vector_top(q, depth, kept)
+    def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None, dead: Dead = ()) -> Pair:
+        return self._at(dead).vector_top(q, depth, kept)
 
-    def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
-        return self.shard.ann_top(q, k, ef, kept)
+    def ann_top(
+        self, q: np.ndarray, k: int, ef: int, kept: Filter | None, dead: Dead = ()
+    ) -> Ranking:
+        return self._at(dead).ann_top(q, k, ef, kept)
 
-    def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
-        return self.shard.graph_top(q, k, hops, ef, kept)
+    def graph_top(
+        self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None, dead: Dead = ()
+    ) -> Ranking:
+        return self._at(dead).graph_top(q, k, hops, ef, kept)
 
     def space_top(
-        self, vector: np.ndarray, space: str, k: int, expect: str | None, kept: Filter | None
+        self,
+        vector: np.ndarray,
+        space: str,
+        k: int,
+        expect: str | None,
+        kept: Filter | None,
+        dead: Dead = (),
     ) -> Ranking:
-        return self.shard.space_top(vector, space, k, expect, kept)
+        return self._at(dead).space_top(vector, space, k, expect, kept)
 
-    def term_stats(self, tokens: Sequence[str]) -> TermStats:
-        return self.shard.term_stats(tokens)
+    def term_stats(self, tokens: Sequence[str], dead: Dead = ()) -> TermStats:
+        return self._at(dead).term_stats(tokens)
 
     def text_top(
-        self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
+        self,
+        tokens: Sequence[str],
+        stats: TermStats | None,
+        depth: int,
+        kept: Filter | None,
+        dead: Dead = (),
     ) -> Pair:
-        return self.shard.text_top(tokens, stats, depth, kept)
+        return self._at(dead).text_top(tokens, stats, depth, kept)
 
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         return self.shard.make_hits(idx, scores, spec)
@@ -111,40 +151,53 @@ class RemoteShard:
     def __init__(self, handle: Any, facts: tuple[ShardFacts, str, str]) -> None:
         self._handle = handle
         self.facts, self.content_hash, self.file_hash = facts
+        self._dead: Dead = ()
+
+    def retired(self, ranges: Sequence[tuple[int, int]]) -> RemoteShard:
+        """The same deployment, asked with a version's deletions (it keeps a view of them)."""
+        view = copy.copy(self)
+        view._dead = tuple((int(lo), int(hi)) for lo, hi in ranges if hi > lo)
+        deleted = sum(hi - lo for lo, hi in view._dead)
+        view.facts = replace(self.facts, deleted=deleted)
+        return view
 
     def schema(self) -> Schema:
         result: Schema = self._handle.schema.remote().result()
         return result
 
     def count(self, kept: Filter | None) -> int:
-        return int(self._handle.count.remote(kept).result())
+        return int(self._handle.count.remote(kept, self._dead).result())
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
-        result: Pair = self._handle.vector_top.remote(q, depth, kept).result()
+        result: Pair = self._handle.vector_top.remote(q, depth, kept, self._dead).result()
         return result
 
     def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
-        result: Ranking = self._handle.ann_top.remote(q, k, ef, kept).result()
+        result: Ranking = self._handle.ann_top.remote(q, k, ef, kept, self._dead).result()
         return result
 
     def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
-        result: Ranking = self._handle.graph_top.remote(q, k, hops, ef, kept).result()
+        result: Ranking = self._handle.graph_top.remote(q, k, hops, ef, kept, self._dead).result()
         return result
 
     def space_top(
         self, vector: np.ndarray, space: str, k: int, expect: str | None, kept: Filter | None
     ) -> Ranking:
-        result: Ranking = self._handle.space_top.remote(vector, space, k, expect, kept).result()
+        result: Ranking = self._handle.space_top.remote(
+            vector, space, k, expect, kept, self._dead
+        ).result()
         return result
 
     def term_stats(self, tokens: Sequence[str]) -> TermStats:
-        result: TermStats = self._handle.term_stats.remote(list(tokens)).result()
+        result: TermStats = self._handle.term_stats.remote(list(tokens), self._dead).result()
         return result
 
     def text_top(
         self, tokens: Sequence[str], stats: TermStats | None, depth: int, kept: Filter | None
     ) -> Pair:
-        result: Pair = self._handle.text_top.remote(list(tokens), stats, depth, kept).result()
+        result: Pair = self._handle.text_top.remote(
+            list(tokens), stats, depth, kept, self._dead
+        ).result()
         return result
 
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
@@ -201,14 +254,17 @@ class CollectionIngress:
     ) -> None:
         parsed = parse_catalog(json.loads(catalog))
         facts = await asyncio.gather(*(h.facts.remote() for h in shards))
-        expected = [e.content_hash for e in parsed.shards if e.file]
-        if [f[1] for f in facts] != expected:
+        files = parsed.files
+        if [f[1] for f in facts] != [e.content_hash for e in files]:
             raise FormatError(
                 "a shard deployment serves another file than the catalog names",
                 check=19,
                 section="catalog.json",
             )
-        remote = [RemoteShard(h, f) for h, f in zip(shards, facts, strict=True)]
+        remote = [
+            RemoteShard(h, f).retired([(lo, hi) for _, lo, hi in e.deleted])
+            for h, f, e in zip(shards, facts, files, strict=True)
+        ]
         collection = Collection(Path(folder), parsed, Catalog.version_of(catalog), remote)
         self.dbs = Databases()
         self.dbs.corpora[name] = collection
@@ -255,7 +311,6 @@ def serve_on_ray(
     ray, serve = _serve()
     catalog, raw = read_catalog(folder)
     files = [e for e in catalog.shards if e.file]
-    paths = {e.index: str(shard_path(folder, str(e.file)).resolve()) for e in files}
     unknown = set(places) - {e.index for e in files}
     if unknown:
         raise UrnaError(f"--place names shard {min(unknown)}, which has no file")
@@ -266,12 +321,14 @@ def serve_on_ray(
         serve.start(http_options={"host": host, "port": port})
         shard_cls = serve.deployment(ShardServer)
         bound = []
-        for e in files:
+        for e in catalog.files:  # the shards (placeable), then the segments
             options: dict[str, Any] = {"num_cpus": 0.5}
-            if e.index in places:
+            segment = e in catalog.segments
+            if not segment and e.index in places:
                 options["resources"] = {places[e.index]: 0.001}
-            deployment = shard_cls.options(name=f"shard-{e.index}", ray_actor_options=options)
-            bound.append(deployment.bind(paths[e.index], "full"))
+            label = f"segment-{e.index}" if segment else f"shard-{e.index}"
+            deployment = shard_cls.options(name=label, ray_actor_options=options)
+            bound.append(deployment.bind(str(shard_path(folder, str(e.file)).resolve()), "full"))
         ingress = serve.deployment(serve.ingress()(CollectionIngress)).options(
             name="ingress", ray_actor_options={"num_cpus": 0.5}
         )

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from urna.search.collection import Collection
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
 from urna.search.request import query_from
@@ -29,11 +30,14 @@ def router(dbs: Databases) -> APIRouter:
         if not params.q.strip():
             raise ApiError(400, "bad_query", "q is empty")
         corpus = corpus_of(params.db)
+        if params.at:
+            corpus = dbs.at(params.db, params.at)
         asked = query_from(
             text=params.q, k=params.limit, mode=params.mode, fusion=params.fusion,
             source=params.source or None, section=params.section or None, where=params.where,
         )  # fmt: skip
-        return {"db": params.db, **corpus.run(asked).to_dict()}
+        version = {"version": corpus.version} if isinstance(corpus, Collection) else {}
+        return {"db": params.db, **version, **corpus.run(asked).to_dict()}
 
     @api.get("/search", summary="Search one database by text", responses=ERROR_RESPONSES)
     async def search(params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
