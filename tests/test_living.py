@@ -101,6 +101,7 @@ def build(docs: Path, out: Path, *, merge: bool = True, shards: int = 2) -> None
 def same_answers(a: urna.Collection, b: urna.Collection) -> None:
     """Every mode: the same ids in the same order, scores within 1e-6."""
     assert a.n_chunks == b.n_chunks
+    assert a.fields() == b.fields()  # the live chunks' fields and counts
     embedder = b.embedder()
     for query in QUERIES:
         for mode in ("text", "vector", "hybrid"):

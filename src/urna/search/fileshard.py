@@ -65,6 +65,7 @@ class FileShard(FileView):
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals
         self._live_bm25: tuple[int, int] | None = None
+        self._schema: Schema | None = None  # of the live chunks, when some are deleted
         self.facts = ShardFacts(
             name=self.path.name,
             n_chunks=self.n_chunks,
@@ -83,7 +84,7 @@ class FileShard(FileView):
         """A view of this open file with these chunks deleted (nothing re-read): the next
         version of a collection shares its unchanged files with the one still answering."""
         view = copy.copy(self)
-        view._dead, view._live, view._live_bm25 = None, None, None
+        view._dead, view._live, view._live_bm25, view._schema = None, None, None, None
         view.facts = replace(self.facts, deleted=0)
         view.retire(ranges)
         return view
@@ -137,7 +138,11 @@ class FileShard(FileView):
     # --- the shard calls -------------------------------------------------------
 
     def schema(self) -> Schema:
-        return self._columns.schema
+        if self._dead is None:
+            return self._columns.schema
+        if self._schema is None:
+            self._schema = self._columns.schema_of(self._dead)
+        return self._schema
 
     def filtered(self, kept: Filter | None) -> np.ndarray | None:
         """Sorted live ordinals the filter keeps (None: no filter, every chunk)."""

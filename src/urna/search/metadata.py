@@ -31,15 +31,22 @@ class FieldColumns:
     @cached_property
     def schema(self) -> dict[str, dict[str, int]]:
         """Every field with the chunks holding each of its types."""
-        out: dict[str, dict[str, int]] = {"source": {"string": self.n}}
-        sections = sum(1 for p in self._store.section_paths if p)
+        return self.schema_of(None)
+
+    def schema_of(self, dead: np.ndarray | None) -> dict[str, dict[str, int]]:
+        """The schema of the live chunks (``dead``: a mask of those a collection deletes)."""
+        live = np.ones(self.n, dtype=bool) if dead is None else ~dead
+        out: dict[str, dict[str, int]] = {"source": {"string": int(live.sum())}}
+        paths = self._store.section_paths
+        sections = sum(1 for i, p in enumerate(paths) if p and live[i])
         if sections:
             out["section"] = {"string": sections}
-        pages = int(np.count_nonzero(self._pages))
+        pages = int(np.count_nonzero(self._pages[live]))
         if pages:
             out["page"] = {"integer": pages}
         if self._fields is not None:
-            per_record = np.bincount(self._fields.of_chunk, minlength=len(self._fields.spans))
+            of_chunk = np.asarray(self._fields.of_chunk)[live]
+            per_record = np.bincount(of_chunk, minlength=len(self._fields.spans))
             for record, count in zip(self._fields.records, per_record.tolist(), strict=True):
                 for name, value in record.items():
                     if name in BUILT_IN or not count:
