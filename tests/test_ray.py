@@ -179,7 +179,11 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_build_on_ray_equals_the_local_build(cluster: Cluster, docs: Path) -> None:
+def test_build_on_ray_equals_the_local_build(
+    cluster: Cluster, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    epoch = "1764547200"  # a catalog records when it was made: both builds at one instant
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
     local = docs.parent / "local"
     assert run("build", str(docs), "-o", str(local), "--shards", "4").exit_code == 0
     remote = docs.parent / "remote"
@@ -195,16 +199,16 @@ def test_build_on_ray_equals_the_local_build(cluster: Cluster, docs: Path) -> No
             "--ray",
             cluster.address,
         ),
-        env=cluster.env,
+        env={**cluster.env, "SOURCE_DATE_EPOCH": epoch},
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert built.returncode == 0, built.stderr[-2000:]
     assert "4 built" in built.stdout or "3 built" in built.stdout
-    mine = {p.name: p.read_bytes() for p in local.iterdir()}
-    theirs = {p.name: p.read_bytes() for p in remote.iterdir()}
-    assert mine == theirs  # every shard file and the catalog, byte for byte
+    mine = {p.relative_to(local): p.read_bytes() for p in local.rglob("*") if p.is_file()}
+    theirs = {p.relative_to(remote): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+    assert mine == theirs  # every shard file, table, version and the catalog, byte for byte
 
 
 def _get_inside(cluster: Cluster, url: str) -> tuple[int, Any]:

@@ -8,21 +8,25 @@ loaded; a file that changed is loaded, and each of its documents compared by fin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from urna.build.discover import Found, discover
 from urna.build.run import BuildSummary, Report, canonical_order, load_files
 from urna.build.spec import BuildSpec
+from urna.format.atomic import atomic_writer
 from urna.format.catalog import Catalog
 from urna.format.sources import SourceRow, read_table
 from urna.ingest.chunker import ChunkSpan
 from urna.ingest.document import Document
 
 
-def file_sha(path: Path) -> str:
+def file_sha(path: str | Path) -> str:
     """The SHA-256 of a file's bytes ("" when it cannot be read: it is then loaded)."""
     h = hashlib.sha256()
     try:
@@ -32,6 +36,56 @@ def file_sha(path: Path) -> str:
     except OSError:
         return ""
     return h.hexdigest()
+
+
+class StatCache:
+    """What Git's index does for ``git status``: each file's size, modification time and
+    SHA-256 as last hashed, kept in ``DIR/.stat-cache.json`` (not part of any version). A file
+    whose size and mtime match is not read again, unless its mtime is within
+    ``RACY_NS`` of when the cache was written (it may have changed in the same tick)."""
+
+    NAME = ".stat-cache.json"
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / self.NAME
+        self.entries: dict[str, tuple[int, int, str]] = {}
+        self.written = 0
+        self.dirty = False
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            self.written = int(doc["written_ns"])
+            self.entries = {k: (int(a), int(b), str(c)) for k, (a, b, c) in doc["files"].items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            self.entries, self.written = {}, 0  # no cache, or a damaged one: hash everything
+
+    def sha(self, found: Found) -> str:
+        try:
+            st = os.stat(found.location)
+        except OSError:
+            return ""
+        known = self.entries.get(found.source_uri)
+        if (
+            known is not None
+            and known[:2] == (st.st_size, st.st_mtime_ns)
+            and st.st_mtime_ns < self.written - self.RACY_NS
+        ):
+            return known[2]
+        sha = file_sha(found.location)
+        self.entries[found.source_uri] = (st.st_size, st.st_mtime_ns, sha)
+        self.dirty = True
+        return sha
+
+    def save(self, keep: set[str]) -> None:
+        """Write the cache when a file was hashed or left (else the old one stays true)."""
+        if not self.dirty and set(self.entries) <= keep:
+            return
+        doc = {
+            "written_ns": time.time_ns(),
+            "files": {k: list(v) for k, v in self.entries.items() if k in keep},
+        }
+        with contextlib.suppress(OSError), atomic_writer(self.path) as handle:
+            handle.write(json.dumps(doc, separators=(",", ":")).encode("utf-8"))
 
 
 def doc_sha(doc: Document) -> str:
@@ -101,16 +155,22 @@ class Changes:
 
 
 def changes(
-    spec: BuildSpec, live: Live, summary: BuildSummary | None, warn: Report
+    spec: BuildSpec,
+    live: Live,
+    summary: BuildSummary | None,
+    warn: Report,
+    stats: StatCache | None = None,
 ) -> tuple[Changes, list[Found]]:
-    """The changes from ``live`` to the sources on disk, and the files discovered."""
+    """The changes from ``live`` to the sources on disk, and the files discovered (``stats``
+    spares reading files whose size and mtime are as last hashed)."""
     files, skipped = discover(spec.sources, spec.base)
     for path, reason in skipped:
         warn(f"skipped {path}: {reason}")
     if summary is not None:
         summary.skipped = [(str(p), r) for p, r in skipped]
     seen = {f.source_uri for f in files}
-    todo = [(f, sha) for f in files if (sha := file_sha(f.path)) != live.files.get(f.source_uri)]
+    hashed = stats.sha if stats is not None else (lambda f: file_sha(f.location))
+    todo = [(f, sha) for f in files if (sha := hashed(f)) != live.files.get(f.source_uri)]
     loaded = load_files([f for f, _ in todo], summary, warn, spec.fields)
     sha_of = {f.source_uri: sha for f, sha in todo}
     reloaded = set(sha_of)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from urna import __version__
-from urna.build.changes import Live, changes, doc_sha
+from urna.build.changes import Live, StatCache, changes, doc_sha
 from urna.build.compact import policy
 from urna.build.discover import Found, discover
 from urna.build.run import BuildSummary, Report, chunker_version, load_files
@@ -147,16 +147,6 @@ def _previous(folder: Path, rebuild: bool) -> tuple[Catalog | None, str]:
     return catalog, Catalog.version_of(raw)
 
 
-def existing_shards(output: Path) -> int | None:
-    """An existing collection's shard count: ``build SOURCES -o DIR`` updates it as it is."""
-    if not is_collection(output):
-        return None
-    try:
-        return len(read_catalog(output)[0].shards)
-    except UrnaError:
-        return None
-
-
 def build_collection(
     spec: BuildSpec,
     *,
@@ -207,7 +197,8 @@ def _build(
     same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
     live = Live.of(folder, old) if old is not None and same_layout else None
     if old is not None and live is not None and old.recipe == recipe_hash:
-        found, _ = changes(spec, live, summary, warn)
+        stats = StatCache(folder)
+        found, discovered = changes(spec, live, summary, warn, stats)
         report(f"update: {found.added} added, {found.changed} changed, {found.removed} removed")
         made = apply_changes(target, old, old_version, live, found)
         if made is None:
@@ -217,6 +208,7 @@ def _build(
             catalog, summary.embedded = made
             catalog = superseding(policy(target, catalog) if merge else catalog, old, old_version)
             _publish(folder, catalog)
+        stats.save({f.source_uri for f in discovered})
         summary.chunks = catalog.n_chunks
         summary.changes = {"added": 0, "changed": 0, "removed": 0, **catalog.changes}
         if made is None:

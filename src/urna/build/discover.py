@@ -14,9 +14,13 @@ from urna.ingest.loaders import kind_of
 
 @dataclass(frozen=True)
 class Found:
-    path: Path
+    location: str  # where the file is read (a string: a large folder makes many)
     source_uri: str
     kind: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
 
 def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
@@ -31,38 +35,72 @@ def source_uri(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
 
 
+Entry = tuple[str, str, bool, bool]  # path, path relative to the source, link, regular
+
+
+def _walk(folder: Path) -> list[Entry]:
+    """Every file under ``folder`` (hidden names skipped, folder links not followed), sorted
+    by path. One scandir per folder: no stat for plain files (their dirent says what they
+    are)."""
+    out: list[Entry] = []
+    stack = [(str(folder), "")]
+    while stack:
+        here, rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError:
+            continue
+        folders = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            name = f"{rel}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                folders.append((entry.path, name + "/"))
+            else:
+                link = entry.is_symlink()
+                regular = not link and entry.is_file(follow_symlinks=False)
+                out.append((entry.path, name, link, regular))
+        stack.extend(reversed(folders))
+    out.sort(key=lambda x: x[1])
+    return out
+
+
 def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list[tuple[Path, str]]]:
     """(files to read, sorted by source_uri; skipped files with the reason)."""
     found: dict[str, Found] = {}
     skipped: list[tuple[Path, str]] = []
+    base_resolved = base.resolve()
     for source in sources:
         if not source.path.exists():
             raise BuildError(f"source not found: {source.path}")
         if not (source.path.is_file() or source.path.is_dir()):
             raise BuildError(f"source is not a regular file or a folder: {source.path}")
+        prefix = None  # where the walked folder sits under base (files in it need no resolve)
         if source.path.is_file():
-            candidates = [(source.path, source.path.name)]
+            candidates: list[Entry] = [(str(source.path), source.path.name, True, False)]
         else:
-            candidates = []
-            for root, dirs, files in os.walk(source.path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if name.startswith("."):
-                        continue
-                    full = Path(root) / name
-                    candidates.append((full, full.relative_to(source.path).as_posix()))
-        for full, rel in candidates:
+            prefix = Path(os.path.relpath(source.path.resolve(), base_resolved)).as_posix()
+            candidates = _walk(source.path)
+        for full, rel, link, regular in candidates:
             if source.include and not _matches(rel, source.include):
                 continue
             if source.exclude and _matches(rel, source.exclude):
                 continue
             kind = kind_of(full)
             if kind is None:
-                skipped.append((full, f"unsupported file type {full.suffix or '(none)'}"))
+                suffix = os.path.splitext(full)[1]
+                skipped.append((Path(full), f"unsupported file type {suffix or '(none)'}"))
                 continue
-            if not full.is_file():  # a FIFO, a device, a socket, a broken or looping link
-                skipped.append((full, "not a regular file"))
+            if link and not os.path.isfile(full):  # a broken or looping link, or a non-file
+                skipped.append((Path(full), "not a regular file"))
                 continue
-            uri = source_uri(full, base)
+            if not link and not regular:  # a FIFO, a device, a socket
+                skipped.append((Path(full), "not a regular file"))
+                continue
+            if prefix is None or link:
+                uri = source_uri(Path(full), base)
+            else:  # no folder link was followed: the path below the resolved folder is real
+                uri = rel if prefix == "." else f"{prefix}/{rel}"
             found.setdefault(uri, Found(full, uri, kind))
     return [found[k] for k in sorted(found)], skipped

@@ -9,7 +9,10 @@ thread count or Ray actor built it, nor on what the cache held.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +79,7 @@ class PreviousShards:
         self._where: dict[str, tuple[int, int]] = {}
         for n, path in enumerate(paths):
             try:
-                shard = open_corpus(path, verify="trusted")
+                shard = _opened(path)
             except Exception:  # an unreadable earlier file is only a missed reuse
                 continue
             usable = (
@@ -88,7 +91,6 @@ class PreviousShards:
                 and shard.manifest.get("embed_batching", "") == embedder.batching
             )
             if not usable:
-                shard.close()
                 continue
             self._shards.append(shard)
             s = len(self._shards) - 1
@@ -114,8 +116,30 @@ class PreviousShards:
         return None
 
     def close(self) -> None:
-        for shard in self._shards:
-            shard.close()
+        self._shards.clear()  # the files stay open in ``_OPENED`` for the next update
+
+
+_OPENED: OrderedDict[tuple[str, int, int, int], Corpus] = OrderedDict()
+_OPENED_LOCK = threading.Lock()
+OPENED = 8  # earlier files kept open in a process (a watching server updates again and again)
+
+
+def _opened(path: Path) -> Corpus:
+    """An earlier file, opened once per process: data files are immutable (a new content
+    gets a new name), so the same path, inode, size and mtime is the same file."""
+    st = os.stat(path)
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _OPENED_LOCK:
+        found = _OPENED.get(key)
+        if found is not None:
+            _OPENED.move_to_end(key)
+            return found
+    opened = open_corpus(path, verify="trusted")
+    with _OPENED_LOCK:
+        _OPENED[key] = opened
+        while len(_OPENED) > OPENED:
+            _OPENED.popitem(last=False)  # closed when its last user lets go (its map is GC'd)
+    return opened
 
 
 class Chained:
@@ -145,7 +169,7 @@ def shard_docs(task: ShardTask) -> list[Origin]:
     out: list[Origin] = []
     for found, loaded in load_files(list(task.files), None, lambda _: None, task.spec.fields):
         mine = [d for d in loaded if lo <= bucket_of(d.source_uri, task.n_buckets) < hi]
-        sha = file_sha(found.path) if mine else ""
+        sha = file_sha(found.location) if mine else ""
         out.extend(Origin(d, found.source_uri, sha) for d in mine)
     out.sort(key=lambda o: canonical_order(o.doc))
     return out

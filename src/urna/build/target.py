@@ -15,8 +15,8 @@ from typing import Any
 from urna.build.spec import BuildSpec
 from urna.embed.base import Embedder
 from urna.embed.registry import resolve
-from urna.errors import BuildError
-from urna.format.catalog import Catalog
+from urna.errors import BuildError, UrnaError
+from urna.format.catalog import Catalog, is_collection, read_catalog
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,13 @@ def target_of(folder: Path, catalog: Catalog, model_path: Path | None = None) ->
             f"was built with {catalog.model_hash}"
         )
     return Target(spec, folder, embedder, o["max_tokens"], catalog.recipe)
+
+
+def existing_shards(output: Path) -> int | None:
+    """An existing collection's shard count: ``build SOURCES -o DIR`` updates it as it is."""
+    if not is_collection(output):
+        return None
+    try:
+        return len(read_catalog(output)[0].shards)
+    except UrnaError:
+        return None

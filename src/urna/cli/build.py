@@ -11,10 +11,11 @@ from typing import Any
 import click
 
 from urna import library
-from urna.build.collection import build_collection, existing_shards
+from urna.build.collection import build_collection
 from urna.build.ray_build import ray_runner
 from urna.build.run import run_build
 from urna.build.spec import PRESETS, load_spec, spec_from_args
+from urna.build.target import existing_shards
 from urna.build.write import DTYPES, build
 from urna.cli import render
 from urna.cli.common import out

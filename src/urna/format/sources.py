@@ -10,8 +10,14 @@ catalog that names its file, and is as immutable as that file. Canonical JSON.
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from urna.errors import FormatError, UrnaError
 from urna.format.atomic import atomic_writer
@@ -20,6 +26,15 @@ from urna.format.manifest import strict_loads
 from urna.format.regular import inside, read_regular
 
 MAX_TABLE = 256 << 20
+SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _plain_loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 @dataclass(frozen=True)
@@ -46,10 +61,38 @@ def write_table(path: Path, rows: list[SourceRow]) -> None:
         handle.write(canonical(doc))
 
 
+_READ: OrderedDict[tuple[str, int, int, int], list[SourceRow]] = OrderedDict()
+_READ_LOCK = threading.Lock()
+KEPT = 64  # tables kept parsed in a process (a watching server reads the same ones again)
+
+
 def read_table(folder: Path, data_file: str) -> list[SourceRow] | None:
     """The table of one data file in ``folder``; None when the file has none (built before
-    tables existed); a damaged table is an error naming it."""
+    tables existed); a damaged table is an error naming it. Tables are immutable: one read
+    again (same path, inode, size and mtime) is not parsed again."""
     name = table_name(data_file)
+    try:
+        st = os.stat(inside(folder, name))
+    except FileNotFoundError:
+        return None
+    except (OSError, UrnaError) as exc:
+        raise _bad(name, str(exc)) from None
+    key = (str(folder / name), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _READ_LOCK:
+        known = _READ.get(key)
+        if known is not None:
+            _READ.move_to_end(key)
+            return known
+    rows = _parse(folder, name)
+    if rows is not None:
+        with _READ_LOCK:
+            _READ[key] = rows
+            while len(_READ) > KEPT:
+                _READ.popitem(last=False)
+    return rows
+
+
+def _parse(folder: Path, name: str) -> list[SourceRow] | None:
     try:
         raw = read_regular(inside(folder, name), MAX_TABLE)
     except FileNotFoundError:
@@ -57,7 +100,11 @@ def read_table(folder: Path, data_file: str) -> list[SourceRow] | None:
     except (OSError, UrnaError) as exc:
         raise _bad(name, str(exc)) from None
     try:
-        doc = strict_loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        # Rows are plain lists: the strict parser's walk (for lone surrogates) only when an
+        # escape could be one, which an honest table of UTF-8 paths never holds.
+        loads = strict_loads if SURROGATE.search(text) else _plain_loads
+        doc = loads(text)
         rows = [SourceRow(*row) for row in doc["sources"]]
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise _bad(name, f"not a source table ({exc})") from None

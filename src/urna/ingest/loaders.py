@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,8 @@ FORMATS: dict[str, Format] = {
 }
 
 
-def kind_of(path: Path) -> str | None:
-    found = FORMATS.get(path.suffix.lower())
+def kind_of(path: str | os.PathLike[str]) -> str | None:
+    found = FORMATS.get(os.path.splitext(path)[1].lower())
     return found.kind if found else None
 
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from urna import library
-from urna.build.collection import build_collection, existing_shards
+from urna.build.collection import build_collection
 from urna.build.spec import spec_from_args
+from urna.build.target import existing_shards
 from urna.embed.registry import resolve
 from urna.errors import UrnaError
 from urna.ingest.loaders import kind_of
