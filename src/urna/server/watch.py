@@ -17,6 +17,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,19 +56,30 @@ def parse_watch(value: str) -> Watch:
 
 
 def snapshot(folder: Path) -> Snapshot:
+    """Each document's (size, mtime) under ``folder``: one scandir per folder, one stat per
+    document (links followed, as the build follows them)."""
     out: Snapshot = {}
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            path = Path(root) / name
-            if name.startswith(".") or kind_of(path) is None:
+    stack = [(str(folder), "")]
+    while stack:
+        here, rel = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, f"{rel}{entry.name}/"))
+                continue
+            if kind_of(entry.name) is None:
                 continue
             try:
-                st = path.stat()
+                st = entry.stat()
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):  # a FIFO or device named like a document is not one
-                out[path.relative_to(folder).as_posix()] = (st.st_size, st.st_mtime_ns)
+                out[f"{rel}{entry.name}"] = (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -135,12 +147,20 @@ class Watcher:
         self._stop.set()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = self.interval
+        while not self._stop.wait(wait):
+            looking = 0.0
             for watch in self.watches:
                 try:
-                    if snapshot(watch.folder) != self._seen.get(watch.name):
+                    t0 = time.perf_counter()
+                    now = snapshot(watch.folder)
+                    looking += time.perf_counter() - t0
+                    if now != self._seen.get(watch.name):
                         self.build(watch)
                 except UrnaError as exc:  # keep serving the last good version
                     self.report(f"watch: {watch.name} not updated: {exc}")
                 except Exception as exc:  # a loader's or the model's own error: same rule
                     self.report(f"watch: {watch.name} not updated: {type(exc).__name__}: {exc}")
+            # A folder so large that looking at it takes a while is looked at less often:
+            # the watcher never spends more than about a third of a core polling.
+            wait = max(self.interval, 2 * looking)
