@@ -434,3 +434,23 @@ def test_a_served_collection_follows_its_folder(tmp_path: Path) -> None:
     assert not before.search_text("quokka", k=1, mode="text").hits  # the old one still answers
     shared = {s.facts.name for s in before.shards} & {s.facts.name for s in after.shards}
     assert shared == {s.facts.name for s in before.shards}
+
+
+def test_a_watched_folder_lives_in_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urna.server.databases import Databases
+    from urna.server.watch import Watch, Watcher
+
+    monkeypatch.setenv("URNA_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text(text_of(1))
+    dbs = Databases()
+    watcher = Watcher(dbs, [Watch("notes", folder)], None, model="minilm")
+    watcher.build(Watch("notes", folder))
+    assert (tmp_path / "home" / "notes" / "catalog.json").is_file()
+    listed = run("list")
+    assert listed.exit_code == 0 and "notes" in listed.stdout and "collection" in listed.stdout
+    served = dbs.get("notes")
+    assert served is not None and served.search_text("bees", k=1, mode="text").hits
