@@ -228,3 +228,73 @@ def test_serve_refuses_what_the_cli_refuses(mine: Path, built: dict[str, Path]) 
 def test_the_catalog_round_trips(built: dict[str, Path]) -> None:
     catalog, raw = read_catalog(built["mine"])
     assert isinstance(catalog, Catalog) and catalog.encode() == raw
+
+
+def _doc(folder: Path) -> dict[str, object]:
+    return json.loads((folder / CATALOG).read_bytes())
+
+
+def _write(folder: Path, doc: dict[str, object]) -> None:
+    from urna.format.catalog import canonical
+
+    (folder / CATALOG).write_bytes(canonical(doc))
+
+
+@pytest.mark.parametrize(
+    ("deleted", "fragment"),
+    [
+        ([["x", 0, 10**6]], "0 <= lo <= hi <= n_chunks"),
+        ([["x", 2, 1]], "0 <= lo <= hi <= n_chunks"),
+        ([["a", 0, 2], ["b", 1, 3]], "ranges overlap"),
+        ([["a", 0, 1], ["a", 1, 2]], "names a source twice"),
+        ([[1, 0, 1]], "[source_uri, lo, hi]"),
+        ("all", "deleted has the wrong type"),
+    ],
+)
+def test_forged_deletions_are_refused(mine: Path, deleted: object, fragment: str) -> None:
+    doc = _doc(mine)
+    shards = doc["shards"]
+    assert isinstance(shards, list)
+    first = next(s for s in shards if s["file"])
+    first["deleted"] = deleted
+    _write(mine, doc)
+    _refused_everywhere(mine, fragment)
+
+
+def test_a_deletion_that_is_no_source_fails_validate(mine: Path) -> None:
+    """A catalog rewritten to delete a range that is not one source's chunks (every count
+    made to agree) opens, but validate names it."""
+    doc = _doc(mine)
+    shards = doc["shards"]
+    assert isinstance(shards, list)
+    first = next(s for s in shards if s["file"] and s["n_chunks"] > 1)
+    first["deleted"] = [["not/a/source.md", 0, 1]]
+    doc["n_chunks"] = int(doc["n_chunks"]) - 1  # type: ignore[call-overload]
+    _write(mine, doc)
+    assert run("stats", str(mine)).exit_code == 0
+    assert_error(run("validate", str(mine)), "no such source")
+
+
+def test_a_segment_must_span_every_bucket(mine: Path) -> None:
+    doc = _doc(mine)
+    shards = doc["shards"]
+    assert isinstance(shards, list)
+    first = next(s for s in shards if s["file"])
+    doc["segments"] = [{**first, "index": 0, "buckets": [0, 1], "file": "segment-00.urna"}]
+    doc["n_chunks"] = int(doc["n_chunks"]) + int(first["n_chunks"])  # type: ignore[call-overload]
+    _write(mine, doc)
+    _refused_everywhere(mine, "span every bucket")
+
+
+def test_a_forged_version_file_is_refused(mine: Path) -> None:
+    from urna.format.versions import VERSIONS
+
+    """A parent version whose file does not hash to its name is refused, never read as it."""
+    (version,) = (mine / VERSIONS).glob("*.json")
+    forged = "ab" * 32
+    (mine / VERSIONS / f"{forged}.json").write_bytes(version.read_bytes())
+    doc = _doc(mine)
+    doc["parent"] = f"sha256:{forged}"
+    _write(mine, doc)
+    assert_error(run("search-text", str(mine), "x", "--at", "abab"), "hash to its name")
+    assert_error(run("history", str(mine)), "hash to its name")
