@@ -56,6 +56,7 @@ class CollectionSummary(BuildSummary):
     version: str = ""
     changes: dict[str, int] | None = None  # an update's sources added, changed and removed
     segments: int = 0
+    updated: bool = False  # written as an update (not shard by shard)
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ def _build(
             catalog = superseding(policy(target, catalog) if merge else catalog, old, old_version)
             _publish(folder, catalog)
         stats.save({f.source_uri for f in discovered})
+        summary.updated = True
         summary.chunks = catalog.n_chunks
         summary.changes = {"added": 0, "changed": 0, "removed": 0, **catalog.changes}
         if made is None:

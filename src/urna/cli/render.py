@@ -315,6 +315,9 @@ def collection_summary(summary: Any) -> str:
         kv("model", summary.model),
         kv("shards", f"{summary.shards} ({len(summary.rebuilt)} built, {len(summary.kept)} kept)"),
     ]
+    if summary.updated:
+        lines[1:3] = [kv("files", f"{summary.files} read (changed)")]
+        lines[-1] = kv("shards", f"{summary.shards} (updated by what changed)")
     if summary.changes is not None:
         c = summary.changes
         lines.append(
