@@ -12,6 +12,8 @@ get; the CLI path runs ``urna build SOURCES -o DIR`` as a new process, model loa
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import random
 import statistics
 import subprocess
@@ -88,11 +90,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=25_000)
     parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--profile", action="store_true", help="Profile one watch update.")
     args = parser.parse_args()
     rng = random.Random(5)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        docs, out = root / "docs", root / "col"
+        docs, out = root / "docs", root / "bench"
         write_docs(docs, args.docs, rng)
         t0 = time.perf_counter()
         spec = spec_from_args([docs], out, model="minilm-static")
@@ -102,10 +105,7 @@ def main() -> None:
 
         dbs = Databases()
         watcher = Watcher(dbs, [Watch("bench", docs)], root, model="minilm-static")
-        assert watcher.folder(Watch("bench", docs)) == root / "bench"
-        out.rename(root / "bench")
-        out = root / "bench"
-        spec = spec_from_args([docs], out, model="minilm-static")
+        assert watcher.folder(Watch("bench", docs)) == out
         watcher.build(Watch("bench", docs))  # opens what is there: nothing changed
         waits = []
         for n in range(5):
@@ -113,7 +113,12 @@ def main() -> None:
             target = docs / f"doc{rng.randrange(args.docs):06d}.md"
             t0 = time.perf_counter()
             target.write_text(target.read_text() + f"\n\nA {word} note about {word}.\n")
-            watcher.build(Watch("bench", docs))
+            if args.profile and n == 4:
+                profile = cProfile.Profile()
+                profile.runcall(watcher.build, Watch("bench", docs))
+                pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+            else:
+                watcher.build(Watch("bench", docs))
             served = dbs.get("bench")
             assert served is not None
             hit = served.search_text(word, k=1, mode="text").hits

@@ -109,8 +109,10 @@ class Watcher:
             return library.target(watch.name, collection=True)
         return self.data / watch.name
 
-    def build(self, watch: Watch) -> None:
-        before = snapshot(watch.folder)
+    def build(self, watch: Watch, before: Snapshot | None = None) -> None:
+        """Update (or first build) the watched folder's collection and serve the result;
+        ``before``: the folder as just looked at (else it is looked at now)."""
+        before = snapshot(watch.folder) if before is None else before
         out = self.folder(watch)
         if not before:
             # Emptied or deleted: what was there must stop being searchable.
@@ -156,7 +158,7 @@ class Watcher:
                     now = snapshot(watch.folder)
                     looking += time.perf_counter() - t0
                     if now != self._seen.get(watch.name):
-                        self.build(watch)
+                        self.build(watch, now)
                 except UrnaError as exc:  # keep serving the last good version
                     self.report(f"watch: {watch.name} not updated: {exc}")
                 except Exception as exc:  # a loader's or the model's own error: same rule
