@@ -198,7 +198,7 @@ def _build(
     same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
     live = Live.of(folder, old) if old is not None and same_layout else None
     if old is not None and live is not None and old.recipe == recipe_hash:
-        stats = StatCache(folder)
+        stats = StatCache.of(folder)
         found, discovered = changes(spec, live, summary, warn, stats)
         report(f"update: {found.added} added, {found.changed} changed, {found.removed} removed")
         made = apply_changes(target, old, old_version, live, found)

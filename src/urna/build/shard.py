@@ -32,7 +32,8 @@ from urna.format.partition import bucket_of
 from urna.format.sources import SourceRow, write_table
 from urna.ingest.chunker import ChunkSpan, chunk_documents
 from urna.ingest.context import NO_CONTEXT, RECIPES, embedded_texts
-from urna.search.corpus import Corpus, open_corpus
+from urna.search.corpus import open_corpus
+from urna.search.fileshard import FileShard
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class PreviousShards:
     ) -> None:
         model_hash, dim = embedder.model_hash, embedder.dim
         self._key = cache_key(model_hash, embedder.precision, embedder.batching)
-        self._shards: list[Corpus] = []
+        self._shards: list[FileShard] = []
         self._where: dict[str, tuple[int, int]] = {}
         for n, path in enumerate(paths):
             try:
@@ -119,27 +120,41 @@ class PreviousShards:
         self._shards.clear()  # the files stay open in ``_OPENED`` for the next update
 
 
-_OPENED: OrderedDict[tuple[str, int, int, int], Corpus] = OrderedDict()
+_OPENED: OrderedDict[tuple[str, int, int, int], FileShard] = OrderedDict()
 _OPENED_LOCK = threading.Lock()
 OPENED = 8  # earlier files kept open in a process (a watching server updates again and again)
 
 
-def _opened(path: Path) -> Corpus:
+def _key(path: Path) -> tuple[str, int, int, int]:
+    st = os.stat(path)
+    return (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _opened(path: Path) -> FileShard:
     """An earlier file, opened once per process: data files are immutable (a new content
     gets a new name), so the same path, inode, size and mtime is the same file."""
-    st = os.stat(path)
-    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    key = _key(path)
     with _OPENED_LOCK:
         found = _OPENED.get(key)
         if found is not None:
             _OPENED.move_to_end(key)
             return found
     opened = open_corpus(path, verify="trusted")
+    share(path, opened)
+    return opened
+
+
+def share(path: Path, shard: FileShard) -> None:
+    """Offer an open file to later updates (a server lends the files it serves)."""
+    try:
+        key = _key(path)
+    except OSError:
+        return
     with _OPENED_LOCK:
-        _OPENED[key] = opened
+        _OPENED[key] = shard
+        _OPENED.move_to_end(key)
         while len(_OPENED) > OPENED:
             _OPENED.popitem(last=False)  # closed when its last user lets go (its map is GC'd)
-    return opened
 
 
 class Chained:

@@ -48,7 +48,13 @@ FORMATS: dict[str, Format] = {
 
 
 def kind_of(path: str | os.PathLike[str]) -> str | None:
-    found = FORMATS.get(os.path.splitext(path)[1].lower())
+    """The kind of a file by its suffix (None: not a supported document). String work only:
+    a watched folder asks this of every file at every look."""
+    name = os.fspath(path)
+    dot = name.rfind(".")
+    if dot <= name.rfind("/") + 1:  # no suffix, or a name that starts with its only dot
+        return None
+    found = FORMATS.get(name[dot:].lower())
     return found.kind if found else None
 
 

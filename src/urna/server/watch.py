@@ -24,6 +24,7 @@ from pathlib import Path
 
 from urna import library
 from urna.build.collection import build_collection
+from urna.build.shard import share
 from urna.build.spec import spec_from_args
 from urna.build.target import existing_shards
 from urna.embed.registry import resolve
@@ -130,6 +131,8 @@ class Watcher:
         self._open[watch.name] = {
             s.path.name: s for s in collection.shards if isinstance(s, FileShard)
         }
+        for shard in self._open[watch.name].values():
+            share(shard.path, shard)  # the next update reads earlier vectors from these
         self.dbs.swap(watch.name, collection)
         self._seen[watch.name] = before
         changes = summary.changes or {}
