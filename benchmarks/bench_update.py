@@ -145,7 +145,7 @@ def main() -> None:
                 sys.executable,
                 "-c",
                 "import urna.cli.app; from urna.embed.registry import "
-                "resolve; resolve('minilm-static').load()",
+                "resolve; m = resolve('minilm-static'); m.count_tokens('a'); m.embed(['a'])",
             ],
             check=True,
         )
