@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import urna
+from bench_fanout import WORDS as FANOUT_WORDS
 from urna.build.collection import build_collection
 from urna.build.compact import compact_collection
 from urna.build.spec import spec_from_args
@@ -30,44 +31,9 @@ from urna.server.databases import Databases
 from urna.server.watch import Watch, Watcher
 
 MODEL = ("--model", "minilm-static")
-WORDS = [
-    "search",
-    "index",
-    "vector",
-    "citation",
-    "shard",
-    "filter",
-    "python",
-    "ranking",
-    "metadata",
-    "corpus",
-    "query",
-    "token",
-    "model",
-    "embedding",
-    "graph",
-    "span",
-    "segment",
-    "merge",
-    "policy",
-    "version",
-    "catalog",
-    "history",
-    "prune",
-    "compact",
-    "bees",
-    "hive",
-    "queen",
-    "swarm",
-    "router",
-    "warranty",
-    "firmware",
-    "river",
-    "delta",
-    "island",
-    "harbour",
-    "lantern",
-]
+# The fan-out benchmark's vocabulary, and words of the documents people keep.
+KEPT = ["segment", "merge", "version", "history", "bees", "hive", "queen", "router"]
+WORDS = [*FANOUT_WORDS, *KEPT]
 
 
 def write_docs(folder: Path, n: int, rng: random.Random) -> None:
