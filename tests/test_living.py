@@ -454,3 +454,27 @@ def test_a_watched_folder_lives_in_the_library(
     assert listed.exit_code == 0 and "notes" in listed.stdout and "collection" in listed.stdout
     served = dbs.get("notes")
     assert served is not None and served.search_text("bees", k=1, mode="text").hits
+
+
+def test_an_update_keeps_the_options_it_was_built_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`urna build SOURCES -o DIR` from another folder, without the first build's options,
+    updates the collection as it is (same source_uris, model and preset), not a new one."""
+    docs = tmp_path / "work" / "docs"
+    docs.mkdir(parents=True)
+    for i in range(3):
+        (docs / f"n{i}.md").write_text(text_of(i))
+    monkeypatch.chdir(tmp_path / "work")
+    first = run("build", "docs", "-o", "col", "--shards", "2", "--preset", "exact")
+    assert first.exit_code == 0, first.stderr
+    (docs / "n1.md").write_text(text_of(50))
+    monkeypatch.chdir(tmp_path)
+    again = run("build", str(docs), "-o", str(tmp_path / "work" / "col"))
+    assert again.exit_code == 0, again.stderr
+    assert "0 added, 1 changed, 0 removed" in again.stdout, again.stdout
+    with urna.open(tmp_path / "work" / "col") as col:
+        assert {col.chunk(i).source_uri for i in range(col.n_chunks)} <= {
+            f"docs/n{i}.md" for i in range(3)
+        }
+        assert not col.has_ann_index  # still the exact preset

@@ -98,3 +98,26 @@ def existing_shards(output: Path) -> int | None:
         return len(read_catalog(output)[0].shards)
     except UrnaError:
         return None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    options: dict[str, Any]  # the build options a spec takes, as the collection recorded them
+    base: Path | None  # the folder its source_uris are relative to
+
+
+RECORDED = ("model", "overlap_tokens", "dtype", "compress", "preset", "rerank_copy", "bm25")
+
+
+def recorded_options(output: Path) -> Recorded:
+    """What an existing collection at ``output`` was built with: ``urna build SOURCES -o
+    DIR`` then updates it as it is, from any folder, unless an option says otherwise."""
+    if not is_collection(output):
+        return Recorded({}, None)
+    try:
+        build = read_catalog(output)[0].build
+    except UrnaError:
+        return Recorded({}, None)
+    options = {k: build[k] for k in RECORDED if build.get(k) is not None}
+    root = build.get("source_root")
+    return Recorded(options, (output / root).resolve() if isinstance(root, str) else None)

@@ -15,7 +15,7 @@ from urna.build.collection import build_collection
 from urna.build.ray_build import ray_runner
 from urna.build.run import run_build
 from urna.build.spec import PRESETS, load_spec, spec_from_args
-from urna.build.target import existing_shards
+from urna.build.target import existing_shards, recorded_options
 from urna.build.write import DTYPES, build
 from urna.cli import render
 from urna.cli.common import out
@@ -160,7 +160,13 @@ def build_cmd(
     else:
         if output is None:
             raise click.UsageError("building from files and folders needs -o OUT.urna")
-        spec = spec_from_args(list(inputs), output, **chosen)
+        recorded = recorded_options(output)  # an update keeps what the collection was built with
+        given = {k: v for k, v in chosen.items() if v is not None}
+        spec = spec_from_args(list(inputs), output, **{**recorded.options, **given})
+        if recorded.base is not None and all(
+            recorded.base == p.resolve() or recorded.base in p.resolve().parents for p in inputs
+        ):
+            spec = replace(spec, base=recorded.base)
     if title:
         spec.metadata["title"] = title
     show = sys.stderr.isatty() if progress is None else progress
