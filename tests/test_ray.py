@@ -296,14 +296,14 @@ def test_serve_on_ray_answers_as_the_local_server(cluster: Cluster, docs: Path) 
         assert run("build", str(docs), "-o", str(folder), "--no-merge").exit_code == 0
         path = "/v1/search?" + q({"db": name, "q": "quokka camera", "mode": "text", "limit": "5"})
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # each server follows the folder on its own clock
             status, remote = _get_inside(cluster, base + path)
-            if status == 200 and remote["hits"]:
+            _, mine = local.get(path)
+            if status == 200 and remote["hits"] and remote["version"] == mine.get("version"):
                 break
             time.sleep(0.5)
         else:
-            raise AssertionError("the new version was not picked up")
-        _, mine = local.get(path)
+            raise AssertionError(f"the new version was not picked up: {remote} {mine}")
         for body in (remote, mine):
             body.pop("query_time_ms")
         assert_same_answer(remote, mine, where="after an update")
