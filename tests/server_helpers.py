@@ -21,6 +21,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_watch(
+    name: str, folder: Path, data: Path, interval: float, stderr: Any = subprocess.DEVNULL
+) -> tuple[subprocess.Popen, int]:
+    """``urna serve --watch NAME=FOLDER --data DATA`` on a free loopback port (not waited for)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "urna", "serve", "--watch", f"{name}={folder}", "--data",
+         str(data), "--interval", str(interval), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        env=dict(os.environ),
+    )  # fmt: skip
+    return proc, port
+
+
 class Server:
     def __init__(self, paths: list[Path], *extra: str) -> None:
         self.port = free_port()

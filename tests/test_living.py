@@ -316,33 +316,14 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
     import threading
     import urllib.request
 
-    from tests.server_helpers import free_port, q
+    from tests.server_helpers import q, start_watch
 
     folder = tmp_path / "notes"
     folder.mkdir()
     for i in range(10):
         (folder / f"n{i}.md").write_text(text_of(i))
-    port = free_port()
     data = tmp_path / "data"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "urna",
-            "serve",
-            "--watch",
-            f"notes={folder}",
-            "--data",
-            str(data),
-            "--interval",
-            "0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
+    proc, port = start_watch("notes", folder, data, 0.1)
     base = f"http://127.0.0.1:{port}"
     answers: list[set[str]] = []
     failures: list[object] = []

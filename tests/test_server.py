@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import needs_models, run
-from tests.server_helpers import Server, free_port, q, text_file
+from tests.server_helpers import Server, free_port, q, start_watch, text_file
 
 pytestmark = [
     needs_models,
@@ -270,27 +270,7 @@ def test_watched_folder_stays_indexed(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a.md").write_text("# Alpha\n\nThe aardvark sleeps in the afternoon.\n")
     (folder / "b.md").write_text("# Beta\n\nBeavers build dams on rivers.\n")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "urna",
-            "serve",
-            "--watch",
-            f"notes={folder}",
-            "--data",
-            str(tmp_path / "data"),
-            "--interval",
-            "0.3",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
+    proc, port = start_watch("notes", folder, tmp_path / "data", 0.3, stderr=subprocess.PIPE)
     server = Server.__new__(Server)
     server.port, server.base, server.proc = port, f"http://127.0.0.1:{port}", proc
     log: list[str] = []
