@@ -13,23 +13,59 @@ import urna
 from tests.conftest import PLACEHOLDER, SHARED, assert_error, run
 from tests.forge import put_together, take_apart
 from urna.index.bm25 import BM25Index, build_payload
-from urna.index.tokenize import TOKENIZER_V1, TOKENIZER_VERSION, tokenize, tokenize_v1
+from urna.index.tokenize import (
+    TOKENIZER_V1,
+    TOKENIZER_VERSION,
+    tokenize,
+    tokenize_query,
+    tokenize_v1,
+    tokenize_v2,
+)
 
 
 def test_tokenizer_keeps_identifiers_and_stems_words() -> None:
-    tokens = tokenize("The LM358B-Q1 op-amps, version 5.3.1, use snake_case Running runners")
-    assert "lm358b-q1" in tokens and "lm358b" in tokens and "q1" in tokens
+    text = "The LM358B-Q1 op-amps, version 5.3.1, use snake_case Running runners"
+    tokens = tokenize(text)
+    # Version 3 splits at hyphens, as Lucene's StandardTokenizer does; . and _ still join.
+    assert "lm358b-q1" not in tokens and "lm358b" in tokens and "q1" in tokens
+    assert "op" in tokens and "amp" in tokens
     assert "5.3.1" in tokens and "snake_case" in tokens and "snake" in tokens
     assert "run" in tokens and "runner" in tokens and "the" not in tokens
+    assert "lm358b-q1" in tokenize_v2(text)  # version 2 (files built before) kept it whole
 
 
-def test_tokenizer_drops_single_latin_letters_only() -> None:
-    tokens = tokenize("DDC's type 2 diabetes, vitamin B and the α chain of 向")
-    assert "s" not in tokens and "b" not in tokens
-    assert "2" in tokens and "α" in tokens and "向" in tokens and "ddc" in tokens
-    assert "vitamin-b" not in tokens and "vitamin-b" in tokenize("vitamin-B")
-    # Version 1 (files built before) kept them; its queries are tokenized its way.
+def test_tokenizer_drops_single_latin_letters_and_digits() -> None:
+    tokens = tokenize("DDC's type 2 diabetes, vitamin B and the α chain of 向 in 2024")
+    assert "s" not in tokens and "b" not in tokens and "2" not in tokens
+    assert "2024" in tokens and "α" in tokens and "向" in tokens and "ddc" in tokens
+    # Versions 1 and 2 (files built before) kept the digit, version 1 the letters; their
+    # queries are tokenized their way.
+    assert "2" in tokenize_v2("type 2") and "s" not in tokenize_v2("DDC's")
     assert "s" in tokenize_v1("DDC's") and "b" in tokenize_v1("vitamin B")
+
+
+def test_queries_drop_the_longer_stop_list_and_documents_do_not() -> None:
+    query = "how do I stop my bees from swarming?"
+    assert tokenize_query(query) == ["stop", "bee", "swarm"]
+    assert "from" in tokenize(query) and "how" in tokenize(query)
+    # An index names its tokenizer; a version 3 index reads queries with the longer list.
+    index = BM25Index(memoryview(build_payload(["bees swarm from the hive"])), 1)
+    assert index.tokenize(query) == ["stop", "bee", "swarm"]
+
+
+def test_a_chunk_is_indexed_with_its_neighbours_at_half_weight() -> None:
+    texts = ["queen bees", "swarm in spring", "hive boxes", "unrelated swarm"]
+    sources = ["a", "a", "a", "b"]
+    index = BM25Index(memoryview(build_payload(texts, sources=sources, divisor=2)), 4)
+    # Two words each ("in" is a stop word); lengths in halves: 2 x own + the neighbours'.
+    assert index.divisor == 2 and index.doc_len.tolist() == [4 + 2, 4 + 2 + 2, 4 + 2, 4]
+    queen = index.scores(["queen"])
+    # Chunk 1 holds chunk 0's "queen" at 1/2; chunk 2 is two away, chunk 3 another source.
+    assert queen[0] > queen[1] > 0 and queen[2] == 0 and queen[3] == 0
+    alone = BM25Index(memoryview(build_payload(texts)), 4)
+    assert alone.divisor == 0 and alone.scores(["queen"]).tolist()[1:] == [0, 0, 0]
+    with pytest.raises(ValueError, match="one source key per document"):
+        build_payload(texts, divisor=2)
 
 
 def test_a_file_keeps_the_tokenizer_it_was_built_with(tmp_path: Path) -> None:
@@ -39,7 +75,7 @@ def test_a_file_keeps_the_tokenizer_it_was_built_with(tmp_path: Path) -> None:
         assert index.tokenizer == name
         scores = index.scores(index.tokenize("b"))
         assert (int(np.argmax(scores)) if scores.any() else None) == best
-    bad = build_payload(texts).replace(b"urna-bm25-tokens/2", b"urna-bm25-tokens/9")
+    bad = build_payload(texts).replace(b"urna-bm25-tokens/3", b"urna-bm25-tokens/9")
     with pytest.raises(urna.FormatError, match="tokenizer 'urna-bm25-tokens/9"):
         BM25Index(memoryview(bad), len(texts))
 
@@ -164,6 +200,8 @@ def test_malformed_bm25_sections_are_refused(tmp_path: Path) -> None:
     good = build_payload(TEXTS)
     _refused(tmp_path, good[:-3], "bm25 index: payload is")
     _refused(tmp_path, struct.pack("<I", 9) + good[4:], "unsupported version 9")
+    # The context divisor goes with the version: 0 for version 1, m >= 1 for version 2.
+    _refused(tmp_path, struct.pack("<I", 2) + good[4:], "version 2 with context divisor 0")
     _refused(tmp_path, good[:12] + struct.pack("<Q", 7) + good[20:], "indexes 7 documents")
     # A posting that names a document past the end.
     index = BM25Index(memoryview(good), len(TEXTS))

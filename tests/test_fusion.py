@@ -4,14 +4,18 @@ scale, RRF's k."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import urna
 from tests.conftest import needs_models
 from tests.forge import put_together, take_apart
+from urna.search.feedback import rocchio
 from urna.search.fusion import FusionParams, confidence
+from urna.search.text import default_candidates
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "docs"
 
@@ -54,6 +58,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("default", None),
         ("sharp", FusionParams(text_calibration=2.5)),
         ("rrf", FusionParams(default="rrf", rrf_k=5)),
+        ("one-pass", replace(FusionParams.for_build(), feedback_docs=0, feedback_weight=0.0)),
     ):
         files[name] = folder / f"{name}.urna"
         urna.build(
@@ -101,6 +106,39 @@ def test_hybrid_scores_use_the_recorded_parameters(built: dict[str, Path]) -> No
         assert asked.hits[0].score_type == "calibrated"
 
 
+@needs_models
+def test_hybrid_runs_its_vector_side_again_from_the_fused_first_pass(
+    built: dict[str, Path],
+) -> None:
+    """A build records Rocchio feedback (3 chunks, weight 0.5): the vector side of a hybrid
+    query is the exact search for the query moved toward the first pass's 3 best fused
+    chunks. The first pass is what a file without feedback answers."""
+    query = "how is a citation checked against its source?"
+    k = 5
+    with urna.open(built["one-pass"]) as first, urna.open(built["default"]) as corpus:
+        assert "feedback" not in first.manifest["fusion"]
+        assert corpus.manifest["fusion"]["feedback"] == {
+            "method": "rocchio",
+            "docs": 3,
+            "weight": 0.5,
+        }
+        depth = default_candidates(k)
+        best = first.search_text(query, k=3, mode="hybrid").hits
+        q = np.asarray(corpus.embedder().embed([query])[0], dtype=np.float32)
+        q /= np.linalg.norm(q)
+        moved = rocchio(q, np.stack([corpus.embedding(h.ordinal) for h in best]), 0.5)
+        assert float(moved @ q) < 0.9999  # the query did move
+        vector_side = corpus.search(moved.tolist(), k=depth)
+        expected = {h.ordinal: (r, h.score) for r, h in enumerate(vector_side.hits, 1)}
+        result = corpus.search_text(query, k=k, mode="hybrid")
+        assert any("vector" in h.ranks for h in result.hits)
+        for hit in result.hits:
+            if "vector" in hit.ranks:
+                rank, score = expected[hit.ordinal]
+                assert hit.ranks["vector"]["rank"] == rank
+                assert hit.ranks["vector"]["score"] == pytest.approx(score, abs=1e-6)
+
+
 def _with_fusion(source: Path, target: Path, fusion: object) -> Path:
     parts = take_apart(source.read_bytes())
     manifest = json.loads(parts.manifest)
@@ -121,6 +159,37 @@ def _with_fusion(source: Path, target: Path, fusion: object) -> Path:
         (
             {"default": "calibrated", "text_calibration": 0.5, "rrf_k": 60, "text_scale": "log"},
             "fusion.text_scale 'log'",
+        ),
+        (
+            {"default": "calibrated", "text_calibration": 0.5, "rrf_k": 60, "feedback": 3},
+            "fusion.feedback must be an object",
+        ),
+        (
+            {
+                "default": "calibrated",
+                "text_calibration": 0.5,
+                "rrf_k": 60,
+                "feedback": {"method": "rm3", "docs": 3, "weight": 0.5},
+            },
+            "method 'rocchio'",
+        ),
+        (
+            {
+                "default": "calibrated",
+                "text_calibration": 0.5,
+                "rrf_k": 60,
+                "feedback": {"method": "rocchio", "docs": 0, "weight": 0.5},
+            },
+            "fusion.feedback.docs must be > 0",
+        ),
+        (
+            {
+                "default": "calibrated",
+                "text_calibration": 0.5,
+                "rrf_k": 60,
+                "feedback": {"method": "rocchio", "docs": 3, "weight": 1e9},
+            },
+            "at most 100 docs and weight 10",
         ),
     ],
 )

@@ -62,11 +62,13 @@ async def _conversation(client: Any, checks: dict[str, Any]) -> None:
     assert cited.structured_content["text"] == hit["text"]
     assert cited.structured_content["source_check"].startswith("ok")
 
-    read = await client.call_tool("read", {"citation": hit["citation_id"], "after": 2})
+    # A hit inside its source (not its first chunk): one chunk before it, two after.
+    inner = next(h for h in result["hits"] if h["source_ordinal"] > 1)
+    read = await client.call_tool("read", {"citation": inner["citation_id"], "after": 2})
     passage = read.structured_content
-    assert passage["chunk"]["chunk_id"] == hit["chunk_id"]
+    assert passage["chunk"]["chunk_id"] == inner["chunk_id"]
     assert len(passage["before"]) == 1 and len(passage["after"]) == 2
-    assert all(c["source_uri"] == hit["source_uri"] for c in passage["before"] + passage["after"])
+    assert all(c["source_uri"] == inner["source_uri"] for c in passage["before"] + passage["after"])
     assert passage["before"][0]["byte_end"] <= passage["chunk"]["byte_start"]
 
     bad = await client.call_tool("search", {"query": QUESTION, "limit": 0})

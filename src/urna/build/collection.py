@@ -41,8 +41,10 @@ from urna.format.catalog import Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.format.regular import Outside, inside
 from urna.format.versions import collect, now, publish, writing
+from urna.index.bm25 import CONTEXT_DIVISOR
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
+from urna.search.fusion import FusionParams
 
 MAX_SHARDS = 1024
 Runner = Callable[[list[ShardTask]], list[ShardReport]]
@@ -90,6 +92,8 @@ def recipe(
         "embed_precision": precision,
         "embed_batching": batching,
         "tokenizer": TOKENIZER_VERSION if bm25 else None,
+        "bm25_context": CONTEXT_DIVISOR if bm25 else None,
+        "fusion": FusionParams.for_build().to_manifest(),
         "dtype": dtype,
         "bm25": bm25,
         "ann": ann,

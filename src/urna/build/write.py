@@ -24,6 +24,7 @@ from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_n
 from urna.format.reader import Container
 from urna.format.spaces import MAX_SPACES, Space, encode_space_table
 from urna.format.writer import SectionPayload, write_container
+from urna.index.bm25 import CONTEXT_DIVISOR
 from urna.index.bm25 import build_payload as build_bm25
 from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
@@ -297,7 +298,9 @@ def _index_sections(
 ) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     if bm25:
-        out[SectionId.BM25_INDEX] = build_bm25(bm25_documents(cols, context))
+        out[SectionId.BM25_INDEX] = build_bm25(
+            bm25_documents(cols, context), sources=cols.uris, divisor=CONTEXT_DIVISOR
+        )
     if hnsw:
         ann = build_hnsw(matrix)
         out[SectionId.HNSW_INDEX] = ann

@@ -15,16 +15,20 @@ def _bad(message: str) -> FormatError:
     return FormatError(f"bm25 index: {message}", check=18, section=WHERE)
 
 
-def check_rebuilt(payload: memoryview, documents: Sequence[str]) -> None:
+def check_rebuilt(payload: memoryview, documents: Sequence[str], sources: Sequence[object]) -> None:
     """Refuse a stored index that is not what ``build_payload`` makes of ``documents`` (the
-    texts it derives from) with the parameters and tokenizer it records: every weight,
-    posting, term and length recomputed."""
+    texts it derives from, with ``sources``, each chunk's source, for its neighbours) with
+    the parameters, tokenizer and context it records: every weight, posting, term and
+    length recomputed."""
     stored = BM25Index(payload, len(documents))
     # The parameters were written as float32: the shortest decimal that rounds to them is
     # the value the build computed with (1.2, not 1.2000000476837158).
     k1, b = (float(str(np.float32(x))) for x in (stored.k1, stored.b))
     try:
-        rebuilt = build_payload(documents, k1=k1, b=b, tokenizer=stored.tokenizer)
+        rebuilt = build_payload(
+            documents, k1=k1, b=b, tokenizer=stored.tokenizer, sources=sources,
+            divisor=stored.divisor,
+        )  # fmt: skip
     except ValueError as exc:
         raise _bad(str(exc)) from None
     if bytes(payload) == rebuilt:

@@ -31,8 +31,9 @@ from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
 from urna.embed.registry import resolve_query
 from urna.errors import QueryError
-from urna.index.bm25 import TermStats, TextHits
-from urna.index.tokenize import tokenize, tokenizer_for
+from urna.index.bm25 import TextHits
+from urna.index.bm25_global import TermStats
+from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
 from urna.search.query import check_k, check_positive, prepare
@@ -61,7 +62,7 @@ class Searcher:
             first.fusion,
         )
         self.has_text_index = all(s.facts.has_text_index for s in self.shards)
-        self.tokenize = tokenizer_for(first.tokenizer or "") or tokenize
+        self.tokenize = query_tokenizer_for(first.tokenizer or "") or tokenize_query
         workers = min(len(self.shards), os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(workers, "urna-shard") if workers > 1 else None
         # Threads pay for remote shards (each call waits on another process) and for local
@@ -225,6 +226,7 @@ class Searcher:
             params=self.fusion,
             candidates=query.candidates,
             source_of=self.source_uris,
+            vectors=self.embeddings,
         )
         spec = HitSpec(index_type, ranked.score_type, terms=terms, ranks=ranked.ranks)
         hits = self.make_hits(ranked.ordinals, ranked.scores, spec)
@@ -276,6 +278,16 @@ class Searcher:
             return [(0, np.arange(len(idx)))] if len(idx) else []
         owner = np.searchsorted(self.offsets, idx, side="right") - 1
         return [(s, np.flatnonzero(owner == s)) for s in np.unique(owner).tolist()]
+
+    def embeddings(self, ordinals: np.ndarray) -> np.ndarray:
+        """The stored vectors of global ordinals, as float32 rows."""
+        idx = np.asarray(ordinals, dtype=np.int64)
+        out = np.zeros((len(idx), self.dim), dtype=np.float32)
+        for s, at in self.owners(idx):
+            shard, offset = self.shards[s], int(self.offsets[s])
+            for j in at.tolist():
+                out[j] = shard.embedding(int(idx[j]) - offset)
+        return out
 
     def source_uris(self, ordinals: np.ndarray) -> list[str]:
         """The source_uri of each global ordinal (one call per shard holding any)."""

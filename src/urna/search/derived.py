@@ -69,7 +69,8 @@ def audit_derived(
     if bm25 is not None:
         chunks = [store.chunk(i) for i in range(store.n)]
         recipe = container.manifest.get("embed_context")
-        check_rebuilt(container.payload(SectionId.BM25_INDEX), bm25_texts(chunks, recipe))
+        texts = bm25_texts(chunks, recipe)
+        check_rebuilt(container.payload(SectionId.BM25_INDEX), texts, store.source_uris)
     if hnsw is not None:  # before the graph, which takes its semantic edges from it
         check_hnsw(container, hnsw)
     if graph is not None:

@@ -25,7 +25,8 @@ import numpy as np
 from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
 from urna.format.reader import Container
-from urna.index.bm25 import GlobalScorer, TermStats, load_bm25, positive_top
+from urna.index.bm25 import load_bm25, positive_top
+from urna.index.bm25_global import GlobalScorer, TermStats
 from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
@@ -64,7 +65,7 @@ class FileShard(FileView):
         self._scorer: GlobalScorer | None = None
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals
-        self._live_bm25: tuple[int, int] | None = None
+        self._live_bm25: tuple[int, float] | None = None
         self._schema: Schema | None = None  # of the live chunks, when some are deleted
         self.facts = ShardFacts(
             name=self.path.name,

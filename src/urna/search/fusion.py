@@ -42,6 +42,10 @@ TextScale = Literal["fixed", "query_idf"]
 TEXT_SCALES: tuple[str, ...] = get_args(TextScale)
 # What a build records: C = 0.5 x the query's idf sum.
 QUERY_IDF_CALIBRATION = 0.5
+# What a build records: Rocchio feedback from the 3 best fused chunks, weight 0.5
+# (``search/feedback.py``).
+FEEDBACK_DOCS = 3
+FEEDBACK_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -52,11 +56,17 @@ class FusionParams:
     text_calibration: float = TEXT_CALIBRATION
     rrf_k: int = RRF_K
     text_scale: str = "fixed"
+    feedback_docs: int = 0  # Rocchio from the first pass's best fused chunks; 0: none
+    feedback_weight: float = 0.0
 
     @classmethod
     def for_build(cls) -> FusionParams:
-        """What a build records now: calibrated, C scaled by the query's idf sum."""
-        return cls(DEFAULT_FUSION, QUERY_IDF_CALIBRATION, RRF_K, "query_idf")
+        """What a build records now: calibrated, C scaled by the query's idf sum, Rocchio
+        feedback from the fused first pass."""
+        return cls(
+            DEFAULT_FUSION, QUERY_IDF_CALIBRATION, RRF_K, "query_idf", FEEDBACK_DOCS,
+            FEEDBACK_WEIGHT,
+        )  # fmt: skip
 
     def to_manifest(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -66,6 +76,12 @@ class FusionParams:
         }
         if self.text_scale != "fixed":
             out["text_scale"] = self.text_scale
+        if self.feedback_docs:
+            out["feedback"] = {
+                "method": "rocchio",
+                "docs": self.feedback_docs,
+                "weight": self.feedback_weight,
+            }
         return out
 
     def calibration(self, idf_sum: float) -> float:
@@ -88,11 +104,14 @@ class FusionParams:
         scale = recorded.get("text_scale", "fixed")
         if scale not in TEXT_SCALES:
             raise _bad(f"fusion.text_scale {scale!r} is not one of {', '.join(TEXT_SCALES)}")
+        docs, weight = _feedback(recorded.get("feedback"))
         return cls(
             default,
             _positive(recorded, "text_calibration", TEXT_CALIBRATION),
             int(_positive(recorded, "rrf_k", RRF_K, integer=True)),
             scale,
+            docs,
+            weight,
         )
 
     def choose(self, fusion: str | None) -> str:
@@ -108,15 +127,35 @@ def _bad(message: str) -> FormatError:
     return FormatError(f"manifest {message}", check=18, section="manifest")
 
 
+def _feedback(recorded: Any) -> tuple[int, float]:
+    """``fusion.feedback``: absent (no feedback) or {method: rocchio, docs, weight}."""
+    if recorded is None:
+        return 0, 0.0
+    if not isinstance(recorded, Mapping) or recorded.get("method") != "rocchio":
+        raise _bad(f"fusion.feedback must be an object with method 'rocchio', got {recorded!r}")
+    docs = int(_positive(recorded, "docs", 0, integer=True, name="feedback.docs"))
+    weight = _positive(recorded, "weight", 0, name="feedback.weight")
+    if docs > 100 or weight > 10:
+        raise _bad(f"fusion.feedback takes at most 100 docs and weight 10, got {recorded!r}")
+    return docs, weight
+
+
 def _positive(
-    recorded: Mapping[str, Any], key: str, default: float, *, integer: bool = False
+    recorded: Mapping[str, Any],
+    key: str,
+    default: float,
+    *,
+    integer: bool = False,
+    name: str | None = None,
 ) -> float:
     value = recorded.get(key, default)
     kinds = int if integer else int | float
+    label = name or key
     if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
-        raise _bad(f"fusion.{key} must be {'an integer' if integer else 'a number'}, got {value!r}")
+        kind = "an integer" if integer else "a number"
+        raise _bad(f"fusion.{label} must be {kind}, got {value!r}")
     if value <= 0:
-        raise _bad(f"fusion.{key} must be > 0, got {value}")
+        raise _bad(f"fusion.{label} must be > 0, got {value}")
     return float(value)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from urna.format.audit import AuditReport
-from urna.index.bm25 import TermStats
+from urna.index.bm25_global import TermStats
 from urna.search.chunks import Chunk
 from urna.search.filters import Filter
 from urna.search.fusion import FusionParams

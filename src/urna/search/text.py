@@ -11,7 +11,8 @@ import numpy as np
 from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
 from urna.index.bm25 import TextHits
-from urna.search.fusion import FusionParams, fuse
+from urna.search.feedback import rocchio
+from urna.search.fusion import Fused, FusionParams, fuse
 from urna.search.order import SourceOf
 from urna.search.query import prepare
 
@@ -73,6 +74,7 @@ def _method_ranks(name: str, scores: np.ndarray) -> list[dict[str, dict[str, flo
 
 VectorTop = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 TextTop = Callable[[str, int], TextHits]
+Vectors = Callable[[np.ndarray], np.ndarray]  # ordinals -> their stored unit vectors
 
 
 def rank(
@@ -87,10 +89,13 @@ def rank(
     params: FusionParams,
     candidates: int | None = None,
     source_of: SourceOf | None = None,
+    vectors: Vectors | None = None,
 ) -> Ranked:
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
-    whatever they search: one file, a filtered part of it, or every shard of a collection."""
+    whatever they search: one file, a filtered part of it, or every shard of a collection.
+    With ``vectors`` and a file that records feedback, hybrid runs its vector side again
+    from the fused first pass (``search/feedback.py``)."""
     if candidates is not None and (isinstance(candidates, bool) or candidates <= 0):
         raise QueryError(f"invalid candidates: {candidates}")
     vector = None
@@ -111,14 +116,23 @@ def rank(
             {"text": len(hits.ordinals)},
         )  # fmt: skip
     assert vector is not None
-    hits = text_top(text, candidates or default_candidates(k))
-    fused = fuse(
-        {"vector": vector, "text": (hits.ordinals, hits.scores)},
-        fusion=fusion,
-        params=params,
-        idf_sum=hits.idf_sum,
-        source_of=source_of,
-    )[:k]
+    depth = candidates or default_candidates(k)
+    hits = text_top(text, depth)
+    text_side = (hits.ordinals, hits.scores)
+
+    def fused_with(vector: tuple[np.ndarray, np.ndarray]) -> list[Fused]:
+        methods = {"vector": vector, "text": text_side}
+        return fuse(
+            methods, fusion=fusion, params=params, idf_sum=hits.idf_sum, source_of=source_of
+        )
+
+    fused = fused_with(vector)
+    if params.feedback_docs and vectors is not None and fused:
+        best = np.array([f.ordinal for f in fused[: params.feedback_docs]], dtype=np.int64)
+        moved = rocchio(q, vectors(best), params.feedback_weight)
+        vector = vector_top(moved, depth)
+        fused = fused_with(vector)
+    fused = fused[:k]
     return Ranked(
         "hybrid",
         fusion,

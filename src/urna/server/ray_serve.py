@@ -31,7 +31,7 @@ from urna.errors import FormatError, UrnaError, missing_extra
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog, parse_catalog, read_catalog
 from urna.format.reader import Verify
-from urna.index.bm25 import TermStats
+from urna.index.bm25_global import TermStats
 from urna.search.chunks import Chunk
 from urna.search.collection import Collection
 from urna.search.corpus import open_shard

@@ -1,0 +1,229 @@
+"""Choose the BM25 recipe and hybrid feedback on scifact's train split; confirm on every set.
+
+Everything runs through the product's own code over the files ``urna eval`` builds
+(reused from the cache folder, built when missing):
+
+* **Text** (``--part text``): the BM25 index is rebuilt in memory from each file's
+  stored chunk texts by ``index.bm25.build_payload`` under each recipe (tokenizer
+  version 2 or 3, queries with or without version 3's longer stop list, chunks alone
+  or with their neighbours at 1/m, k1), and each query's top 100 chunks rank the
+  documents by their best chunk, as ``urna eval`` does. RM3 (Anserini's defaults: 10
+  feedback chunks, 10 terms, original weight 0.5, terms in more than 10% of chunks
+  skipped) is scored on the chosen recipe, from BM25's first pass.
+* **Feedback** (``--part feedback``): hybrid through ``search.text.rank`` with the
+  file's fusion and each Rocchio setting (``search/feedback.py``): feedback chunks
+  0 (none), 2, 3, 5 and weight 0.3, 0.5, 1.0.
+
+The rule: the best nDCG@10 on scifact-train wins; a setting within 0.001 of the best
+counts as tied, and among ties the simplest (listed first) is chosen. The other sets
+only confirm (nothing is selected on a test split).
+
+    python benchmarks/tune_quality.py [--part text|feedback|all] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SETS = (  # name, folder, split, query file (None: the split's)
+    ("scifact-train", "scifact", "train", None),
+    ("scifact", "scifact", "test", None),
+    ("nfcorpus", "nfcorpus", "test", None),
+    ("nfcorpus-verbose", "nfcorpus", "test", "alt_queries/queries_all.jsonl"),
+    ("cranfield", "cranfield", "test", None),
+)
+DEPTH = 100
+TIE = 0.001
+# name: (tokenizer version, query stop list, context divisor m, k1)
+TEXT_RECIPES = {
+    "v2, chunks alone, k1 1.5 (before)": (2, False, 0, 1.5),
+    "v3 tokens, chunks alone": (3, False, 0, 1.5),
+    "v3 tokens + query stop list, chunks alone": (3, True, 0, 1.5),
+    "v3 + stop list, neighbours at 1/2": (3, True, 2, 1.5),
+    "v3 + stop list, neighbours at 1/4": (3, True, 4, 1.5),
+    "v3 + stop list, neighbours at 1/2, k1 1.2": (3, True, 2, 1.2),
+}
+FEEDBACK = [(0, 0.0)] + [(d, w) for d in (2, 3, 5) for w in (0.3, 0.5, 1.0)]
+
+
+def load(name: str, folder_name: str, split: str, queries: str | None) -> Any:
+    from urna.evaluate.beir import load_collection
+    from urna.evaluate.run import run_eval
+
+    folder = DATA / folder_name
+    run_eval(folder, model="minilm", runs=())  # build the eval file once, or reuse it
+    return load_collection(folder, split=split, queries=folder / queries if queries else None)
+
+
+def eval_file(folder_name: str) -> Path:
+    from urna.evaluate.run import default_output
+
+    return default_output(DATA / folder_name, "minilm")
+
+
+def documents(corpus: Any) -> tuple[list[str], list[str], list[str]]:
+    """Each chunk's document id, BM25 text (the chunk in its embedding context), source."""
+    from urna.evaluate.beir import doc_id
+    from urna.ingest.context import CONTEXT_RECIPE, bm25_texts
+
+    chunks = [corpus.chunk(i) for i in range(corpus.n_chunks)]
+    uris = [c.source_uri for c in chunks]
+    return [doc_id(u) for u in uris], bm25_texts(chunks, CONTEXT_RECIPE), uris
+
+
+def ndcg(docs: list[str], ordinals: list[int], judged: dict[str, int]) -> float:
+    from urna.evaluate.metrics import ndcg_at
+
+    return ndcg_at(list(dict.fromkeys(docs[i] for i in ordinals)), judged)
+
+
+def text_table(collection: Any, corpus: Any) -> dict[str, float]:
+    from urna.index.bm25 import BM25Index, build_payload, positive_top
+    from urna.index.tokenize import TOKENIZER_V2, TOKENIZER_VERSION, tokenizer_for
+
+    docs, texts, uris = documents(corpus)
+    out: dict[str, float] = {}
+    chosen: BM25Index | None = None
+    for name, (version, stop, m, k1) in TEXT_RECIPES.items():
+        tokenizer = TOKENIZER_VERSION if version == 3 else TOKENIZER_V2
+        payload = build_payload(texts, k1=k1, tokenizer=tokenizer, sources=uris, divisor=m)
+        index = BM25Index(memoryview(payload), len(texts))
+        query = index.tokenize if stop else tokenizer_for(tokenizer)
+        assert query is not None
+        scores = []
+        for qid, text in collection.queries.items():
+            top = positive_top(index.scores(query(text)), DEPTH).tolist()
+            scores.append(ndcg(docs, top, collection.qrels[qid]))
+        out[name] = float(np.mean(scores))
+        if (version, stop, m, k1) == (3, True, 2, 1.5):
+            chosen = index
+    assert chosen is not None
+    out["RM3 (10 chunks, 10 terms, 0.5) on v3 + stop list, 1/2"] = rm3_score(
+        collection, chosen, docs, texts
+    )
+    return out
+
+
+def rm3_score(collection: Any, index: Any, docs: list[str], texts: list[str]) -> float:
+    """RM3 from BM25's first pass (Anserini's rule), scored with the same index."""
+    from urna.index.bm25 import positive_top  # the stored weights carry idf already
+
+    n = index.n_docs
+    tokens = [Counter(index.tokenize(t)) for t in texts]  # a chunk's terms, stop list on
+    df = {t: int(index.indptr[i + 1] - index.indptr[i]) for t, i in index.term_index.items()}
+    scores = []
+    for qid, text in collection.queries.items():
+        query = Counter(index.tokenize(text))
+        first = index.scores(list(query.elements()))
+        top = positive_top(first, 10)
+        model: dict[str, float] = {}
+        total = float(first[top].sum()) if len(top) else 0.0
+        for i in top.tolist():
+            length = sum(tokens[i].values()) or 1
+            for term, count in tokens[i].items():
+                if df.get(term, 0) > 0.1 * n or len(term) < 2:
+                    continue
+                model[term] = model.get(term, 0.0) + float(first[i]) / total * count / length
+        best = sorted(model.items(), key=lambda x: (-x[1], x[0]))[:10]
+        mass = sum(v for _, v in best) or 1.0
+        size = sum(query.values()) or 1
+        weights = {t: 0.5 * c / size for t, c in query.items()}
+        for term, value in best:
+            weights[term] = weights.get(term, 0.0) + 0.5 * value / mass
+        second = np.zeros(n, dtype=np.float64)
+        for term, weight in weights.items():
+            i = index.term_index.get(term)
+            if i is None or math.isclose(weight, 0.0):
+                continue
+            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+            second[index.doc_ids[start:end]] += weight * index.weights[start:end]
+        ranked = positive_top(second.astype(np.float32), DEPTH).tolist()
+        scores.append(ndcg(docs, ranked, collection.qrels[qid]))
+    return float(np.mean(scores))
+
+
+def feedback_table(collection: Any, corpus: Any) -> dict[str, float]:
+    from urna.search.text import Route, rank
+
+    docs = documents(corpus)[0]
+    searcher = corpus._searcher  # the product's search core over this file
+    embedder = corpus.embedder()
+    route = Route("hybrid", "", embedder)
+    out: dict[str, float] = {}
+    for d, w in FEEDBACK:
+        params = replace(searcher.fusion, feedback_docs=d, feedback_weight=w)
+        scores = []
+        for qid, text in collection.queries.items():
+            terms = searcher.tokenize(text)
+            ranked = rank(
+                text,
+                DEPTH,
+                route=route,
+                dim=searcher.dim,
+                vector_top=lambda q, depth: searcher.vector_top(q, depth, None),
+                text_top=lambda _, depth, terms=terms: searcher.text_top(terms, depth, None),
+                fusion="calibrated",
+                params=params,
+                source_of=searcher.source_uris,
+                vectors=searcher.embeddings,
+            )
+            scores.append(ndcg(docs, ranked.ordinals.tolist(), collection.qrels[qid]))
+        out["no feedback" if not d else f"rocchio, {d} chunks, weight {w}"] = float(np.mean(scores))
+    return out
+
+
+def choose(table: dict[str, dict[str, float]], rows: list[str]) -> str:
+    best = max(table["scifact-train"][r] for r in rows)
+    return next(r for r in rows if table["scifact-train"][r] >= best - TIE)
+
+
+def show(title: str, table: dict[str, dict[str, float]], rows: list[str]) -> str:
+    chosen = choose(table, rows)
+    names = [s[0] for s in SETS]
+    print(f"\n{title}\n\n| recipe | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for row in rows:
+        mark = " (chosen on scifact-train)" if row == chosen else ""
+        print(f"| {row}{mark} | " + " | ".join(f"{table[n][row]:.4f}" for n in names) + " |")
+    return chosen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("text", "feedback", "all"), default="all")
+    parser.add_argument("--json", type=Path, help="Also write the tables as JSON here.")
+    args = parser.parse_args()
+    from urna.search.opening import open_path
+
+    text: dict[str, dict[str, float]] = {}
+    feedback: dict[str, dict[str, float]] = {}
+    for name, folder_name, split, queries in SETS:
+        collection = load(name, folder_name, split, queries)
+        with open_path(eval_file(folder_name)) as corpus:
+            if args.part in ("text", "all"):
+                text[name] = text_table(collection, corpus)
+            if args.part in ("feedback", "all"):
+                feedback[name] = feedback_table(collection, corpus)
+        print(f"{name}: {len(collection.queries)} queries scored", flush=True)
+    chosen = {}
+    if text:
+        rows = list(TEXT_RECIPES)
+        chosen["text"] = show("Text (BM25), nDCG@10", text, rows)
+        show("RM3 against the chosen recipe", text, [rows[3], *list(text["scifact"])[-1:]])
+    if feedback:
+        chosen["feedback"] = show("Hybrid feedback, nDCG@10", feedback, list(feedback["scifact"]))
+    if args.json:
+        args.json.write_text(json.dumps({"chosen": chosen, "text": text, "feedback": feedback}))
+
+
+if __name__ == "__main__":
+    main()

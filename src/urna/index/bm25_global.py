@@ -1,0 +1,133 @@
+"""BM25 with another document set's statistics: a collection's shards scored as one file.
+
+``TermStats`` are what BM25 needs of the whole set (documents, total length, each query
+term's document frequency); ``GlobalScorer`` rescores one index's postings with them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from urna.index.bm25 import BM25Index, idf
+
+TF_CACHE_TERMS = 200_000  # recovered tf arrays a GlobalScorer keeps
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """What BM25 needs to score with statistics of a whole collection: the number of
+    documents, their total length, and each query term's document frequency."""
+
+    n_docs: int
+    total_length: float  # in words (a chunk in context counts its neighbours' at 1/m)
+    df: dict[str, int]
+
+    def idf_sum(self, tokens: Sequence[str]) -> float:
+        """Sum of idf over the query terms these statistics know, with the query's repeats
+        (what ``BM25Index.idf_sum`` gives for one file holding every document)."""
+        return sum(
+            count * idf(self.n_docs, self.df[token])
+            for token, count in Counter(tokens).items()
+            if self.df.get(token)
+        )
+
+    @staticmethod
+    def combine(parts: Sequence[TermStats]) -> TermStats:
+        df: dict[str, int] = {}
+        for part in parts:
+            for term, count in part.df.items():
+                df[term] = df.get(term, 0) + count
+        return TermStats(sum(p.n_docs for p in parts), sum(p.total_length for p in parts), df)
+
+
+def _exact_param(stored: float) -> float:
+    """The build's own float64 parameter: the shortest decimal that rounds to the stored
+    float32 (1.2 for the float32 nearest 1.2), as the build wrote it."""
+    return float(str(np.float32(stored)))
+
+
+class GlobalScorer:
+    """BM25 over one index with another document set's statistics (a collection's).
+
+    The stored weights used this index's own idf and average length; each posting's term
+    frequency is recovered from its weight (tf = norm * w / (idf - w), rounded: exact for
+    the term counts of a chunk), then weighed again with the global idf and average length,
+    in float64 and rounded to float32 as the build does. So a collection's shards score
+    exactly as one file holding all their chunks would.
+    """
+
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+        self.k1 = _exact_param(index.k1)
+        self.b = _exact_param(index.b)
+        self.lengths = index.doc_len.astype(np.float64) / index.scale
+        self.total_length = int(index.doc_len.sum(dtype=np.int64)) / index.scale
+        self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
+        self._tfs: dict[int, np.ndarray] = {}
+
+    def stats(
+        self,
+        tokens: Sequence[str],
+        dead: np.ndarray | None = None,
+        live: tuple[int, float] | None = None,
+    ) -> TermStats:
+        """This index's statistics; with ``dead`` (a mask of deleted documents) those of
+        the live documents only: their frequencies, and their count and total length
+        (``live``, when the caller keeps them)."""
+        index, ids = self.index, self.index.term_index
+        df = {}
+        for token in dict.fromkeys(tokens):
+            i = ids.get(token)
+            if i is not None:
+                start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+                gone = 0 if dead is None else int(np.count_nonzero(dead[index.doc_ids[start:end]]))
+                df[token] = end - start - gone
+        if dead is None:
+            return TermStats(index.n_docs, self.total_length, df)
+        if live is None:
+            live = (index.n_docs - int(np.count_nonzero(dead)), self.live_length(dead))
+        return TermStats(live[0], live[1], df)
+
+    def live_length(self, dead: np.ndarray) -> float:
+        return int(self.index.doc_len[~dead].sum(dtype=np.int64)) / self.index.scale
+
+    def _tf(self, i: int) -> np.ndarray:
+        """Term i's recovered term frequencies, one per posting (computed once, then kept)."""
+        found = self._tfs.get(i)
+        if found is None:
+            index, n = self.index, self.index.n_docs
+            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+            dl = self.lengths[index.doc_ids[start:end]]
+            df_local = end - start
+            idf_local = idf(n, df_local)
+            norm_local = self.k1 * (1 - self.b + self.b * dl / (self.avgdl or 1.0))
+            ratio = index.weights[start:end].astype(np.float64) / idf_local
+            scale = index.scale  # frequencies are multiples of 1/scale
+            found = np.rint(scale * norm_local * ratio / (1 - ratio)) / scale
+            if len(self._tfs) < TF_CACHE_TERMS:
+                self._tfs[i] = found
+        return found
+
+    def scores(self, tokens: Sequence[str], stats: TermStats) -> np.ndarray:
+        index = self.index
+        out = np.zeros(index.n_docs, dtype=np.float32)
+        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
+        norm_all: np.ndarray | None = None
+        for token, count in Counter(tokens).items():
+            i = index.term_index.get(token)
+            if i is None:
+                continue
+            if norm_all is None:  # the global length normalization of every document, once
+                norm_all = self.k1 * (1 - self.b + self.b * self.lengths / (avgdl_g or 1.0))
+            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+            docs = index.doc_ids[start:end]
+            tf = self._tf(i)
+            df = stats.df.get(token, end - start)
+            weight = idf(stats.n_docs, df)
+            weights = (weight * tf / (tf + norm_all[docs])).astype(np.float32)
+            out[docs] += weights if count == 1 else weights * np.float32(count)
+        return out
