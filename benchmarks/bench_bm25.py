@@ -3,6 +3,10 @@
 Same collection (scifact, title + text), same tokens (urna's tokenizer feeds both),
 same parameters (k1 1.5, b 0.75, Lucene idf), k = 10.
 
+Then the chunked index as builds write it (the chunks of the file ``urna eval`` builds,
+each with its neighbours at 1/2, payload version 2) against the same chunks alone and
+against bm25s over the same chunk tokens: what the chunk context costs per query.
+
     python benchmarks/bench_bm25.py [--dataset scifact] [--repeat 3]
 """
 
@@ -102,6 +106,56 @@ def main() -> None:
     for name, qps in rows:
         print(f"  {name:<32} {qps:>9.0f} queries/s  {qps / base:>5.2f}x bm25s")
     print(f"  top-10 scores equal to bm25s (1e-4): {same}/{len(q_tokens)} queries")
+    chunked(folder, queries, args.repeat)
+
+
+def chunked(folder: Path, queries: list[str], repeat: int) -> None:
+    """The eval file's chunks: in context (as built) vs alone vs bm25s, tokens given."""
+    import bm25s
+
+    import urna
+    from urna.evaluate.run import default_output, run_eval
+    from urna.index.bm25 import BM25Index, build_payload
+    from urna.index.topk import top_k
+    from urna.ingest.context import CONTEXT_RECIPE, bm25_texts
+
+    run_eval(folder, model="minilm", runs=())  # build the eval file once, or reuse it
+    with urna.open(default_output(folder, "minilm")) as corpus:
+        chunks = [corpus.chunk(i) for i in range(corpus.n_chunks)]
+    texts = bm25_texts(chunks, CONTEXT_RECIPE)
+    uris = [c.source_uri for c in chunks]
+    indexes = {
+        m: BM25Index(memoryview(build_payload(texts, sources=uris, divisor=m)), len(texts))
+        for m in (2, 0)
+    }
+    q_tokens = [indexes[2].tokenize(q) for q in queries]
+    q_tokens = [q for q in q_tokens if q]
+    reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    reference.index([indexes[0].tokenize(t) for t in texts], show_progress=False)
+    known = [[t for t in q if t in reference.vocab_dict] for q in q_tokens]
+
+    def run(m: int) -> None:
+        for q in q_tokens:
+            top_k(indexes[m].scores(q), 10)
+
+    def theirs() -> None:
+        for q in known:
+            if q:
+                reference.retrieve([q], k=10, n_threads=1, show_progress=False)
+
+    rows = []
+    for name, fn in (
+        ("urna, chunks in context (built)", lambda: run(2)),
+        ("urna, chunks alone", lambda: run(0)),
+        ("bm25s over the same chunks", theirs),
+    ):
+        fn()
+        rows.append((name, len(q_tokens) / min(_time(fn) for _ in range(repeat))))
+    nnz = {m: len(ix.doc_ids) for m, ix in indexes.items()}
+    print(f"\nchunked: {len(texts)} chunks, {len(q_tokens)} queries, single thread, tokens given")
+    print(f"  postings: in context {nnz[2]:,}, alone {nnz[0]:,} ({nnz[2] / nnz[0]:.2f}x)")
+    for name, qps in rows:
+        print(f"  {name:<32} {qps:>9.0f} queries/s  {qps / rows[2][1]:>5.2f}x bm25s")
 
 
 def _time(fn) -> float:  # type: ignore[no-untyped-def]

@@ -15,11 +15,13 @@ from tests.forge import put_together, take_apart
 from urna.index.bm25 import BM25Index, build_payload
 from urna.index.tokenize import (
     TOKENIZER_V1,
+    TOKENIZER_V2,
     TOKENIZER_VERSION,
     tokenize,
     tokenize_query,
     tokenize_v1,
     tokenize_v2,
+    tokenizer_for,
 )
 
 
@@ -70,11 +72,17 @@ def test_a_chunk_is_indexed_with_its_neighbours_at_half_weight() -> None:
 
 def test_a_file_keeps_the_tokenizer_it_was_built_with(tmp_path: Path) -> None:
     texts = ["vitamin b deficiency", "vitamin c deficiency"]
-    for name, best in ((TOKENIZER_V1, 0), (TOKENIZER_VERSION, None)):
+    for name, best in ((TOKENIZER_V1, 0), (TOKENIZER_V2, None), (TOKENIZER_VERSION, None)):
         index = BM25Index(memoryview(build_payload(texts, tokenizer=name)), len(texts))
         assert index.tokenizer == name
         scores = index.scores(index.tokenize("b"))
         assert (int(np.argmax(scores)) if scores.any() else None) == best
+        # Only version 3 reads queries with NLTK's stop list: older files answer as before.
+        assert index.tokenize("from plant-based") == (
+            ["plant", "base"]
+            if name == TOKENIZER_VERSION
+            else tokenizer_for(name)("from plant-based")
+        )
     bad = build_payload(texts).replace(b"urna-bm25-tokens/3", b"urna-bm25-tokens/9")
     with pytest.raises(urna.FormatError, match="tokenizer 'urna-bm25-tokens/9"):
         BM25Index(memoryview(bad), len(texts))
@@ -214,3 +222,17 @@ def test_malformed_bm25_sections_are_refused(tmp_path: Path) -> None:
     struct.pack_into("<f", bad, ids_at + 4 * nnz, float("nan"))
     _refused(tmp_path, bytes(bad), "NaN or Inf")
     _refused(tmp_path, good[:40], "runs past the end")
+
+
+def test_stats_shows_the_recorded_text_recipe(tmp_path: Path) -> None:
+    """What decides a text query's answer is recorded in the file and shown: the tokenizer
+    (with its query stop list), k1 and b, the chunk context, and hybrid's feedback."""
+    path = _corpus(tmp_path, ["bees swarm in spring", "queens lead the swarm"])
+    shown = run("stats", str(path))
+    assert shown.exit_code == 0, shown.stderr
+    assert TOKENIZER_VERSION in shown.stdout and "query-en-nltk-stop" in TOKENIZER_VERSION
+    assert "k1 = 1.5, b = 0.75, neighbours at 1/2" in shown.stdout
+    assert "feedback" in shown.stdout and "rocchio, 5 fused chunks, weight 0.3" in shown.stdout
+    with urna.open(path) as corpus:
+        assert corpus.bm25 is not None and corpus.bm25.divisor == 2
+        assert corpus.manifest["fusion"]["feedback"]["docs"] == 5

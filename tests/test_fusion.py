@@ -110,8 +110,8 @@ def test_hybrid_scores_use_the_recorded_parameters(built: dict[str, Path]) -> No
 def test_hybrid_runs_its_vector_side_again_from_the_fused_first_pass(
     built: dict[str, Path],
 ) -> None:
-    """A build records Rocchio feedback (3 chunks, weight 0.5): the vector side of a hybrid
-    query is the exact search for the query moved toward the first pass's 3 best fused
+    """A build records Rocchio feedback (5 chunks, weight 0.3): the vector side of a hybrid
+    query is the exact search for the query moved toward the first pass's 5 best fused
     chunks. The first pass is what a file without feedback answers."""
     query = "how is a citation checked against its source?"
     k = 5
@@ -119,14 +119,14 @@ def test_hybrid_runs_its_vector_side_again_from_the_fused_first_pass(
         assert "feedback" not in first.manifest["fusion"]
         assert corpus.manifest["fusion"]["feedback"] == {
             "method": "rocchio",
-            "docs": 3,
-            "weight": 0.5,
+            "docs": 5,
+            "weight": 0.3,
         }
         depth = default_candidates(k)
-        best = first.search_text(query, k=3, mode="hybrid").hits
+        best = first.search_text(query, k=5, mode="hybrid").hits
         q = np.asarray(corpus.embedder().embed([query])[0], dtype=np.float32)
         q /= np.linalg.norm(q)
-        moved = rocchio(q, np.stack([corpus.embedding(h.ordinal) for h in best]), 0.5)
+        moved = rocchio(q, np.stack([corpus.embedding(h.ordinal) for h in best]), 0.3)
         assert float(moved @ q) < 0.9999  # the query did move
         vector_side = corpus.search(moved.tolist(), k=depth)
         expected = {h.ordinal: (r, h.score) for r, h in enumerate(vector_side.hits, 1)}

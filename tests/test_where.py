@@ -256,7 +256,7 @@ def test_a_filter_keeps_what_a_plain_evaluation_keeps(
     if not expected and found.n_searched == 0:
         assert "the filter keeps 0 of" in found.note
     if mode == "hybrid":
-        assert recorded.feedback_docs == 3
+        assert recorded.feedback_docs == 5
         with_feedback = corpus.run(_query(corpus, mode, k, f))
         assert all(keeps(h, f) for h in with_feedback.hits)
         assert len(with_feedback.hits) == len(expected)

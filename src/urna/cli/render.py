@@ -83,11 +83,18 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
     if "embed_batching" in m:
         lines.append(kv("batching", m["embed_batching"]))
     if corpus.bm25 is not None:
-        lines.append(kv("tokenizer", corpus.bm25.tokenizer))
+        bm25 = corpus.bm25
+        lines.append(kv("tokenizer", bm25.tokenizer))
+        around = f", neighbours at 1/{bm25.divisor}" if bm25.divisor else ", chunks alone"
+        lines.append(kv("bm25", f"k1 = {bm25.k1:.3g}, b = {bm25.b:.3g}{around}"))
     if isinstance(m.get("fusion"), dict):
         f = m["fusion"]
         scale = " x query idf sum" if f.get("text_scale") == "query_idf" else " (fixed)"
         lines.append(kv("fusion", f"{f.get('default')}, C = {f.get('text_calibration')}{scale}"))
+        fb = f.get("feedback")
+        if isinstance(fb, dict):
+            lines.append(kv("feedback", f"{fb.get('method')}, {fb.get('docs')} fused chunks, "
+                            f"weight {fb.get('weight')}"))  # fmt: skip
     caps = [k.removeprefix("supports_") for k, v in m["capabilities"].items() if v]
     lines.append(kv("capabilities", ", ".join(caps) or "none"))
     lines.append(kv("file_size", f"{corpus.size} bytes"))

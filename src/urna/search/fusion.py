@@ -42,10 +42,10 @@ TextScale = Literal["fixed", "query_idf"]
 TEXT_SCALES: tuple[str, ...] = get_args(TextScale)
 # What a build records: C = 0.5 x the query's idf sum.
 QUERY_IDF_CALIBRATION = 0.5
-# What a build records: Rocchio feedback from the 3 best fused chunks, weight 0.5
+# What a build records: Rocchio feedback from the 5 best fused chunks, weight 0.3
 # (``search/feedback.py``).
-FEEDBACK_DOCS = 3
-FEEDBACK_WEIGHT = 0.5
+FEEDBACK_DOCS = 5
+FEEDBACK_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
