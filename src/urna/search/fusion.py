@@ -14,7 +14,8 @@ little on short ones; the sum of idf is the score a chunk would approach by
 holding every query term many times, so s / (s + c * idf_sum) asks what share
 of the query a chunk matches, whatever the query's length. Builds record
 ``query_idf`` with c = 0.5, chosen on scifact's train split
-(``benchmarks/tune_fusion.py``); a file that records no ``text_scale`` keeps C fixed.
+(``benchmarks/tune_fusion.py``, now ``tune_quality.py``); a file that records no
+``text_scale`` keeps C fixed.
 
 The parameters (the default fusion, C, its scale and k) are read from the file's
 manifest (``fusion``), where the build recorded them; a file without that object
