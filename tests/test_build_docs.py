@@ -189,7 +189,10 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
     ask = run("ask", str(out), "how do I uninstall?", "-k", "2", "--disclose", "explain")
     assert ask.exit_code == 0, ask.stderr
     lines = ask.stdout.splitlines()
-    assert lines[0].startswith("route:") and any(x.startswith("rerank_source:") for x in lines)
+    assert lines[0].startswith("route:")
+    # Every key is followed by a space, the longest (rerank_source) too.
+    assert any(x.startswith("rerank_source: fusion=calibrated") for x in lines), lines
+    assert all(": " in x or not x.split(":")[0].isidentifier() for x in lines[:4]), lines
     assert any(
         x.startswith("  -- urna://sha256:") and "(docs/guide/install.md)" in x for x in lines
     )
@@ -216,7 +219,12 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
     assert text["score_type"] == "bm25" and text["source_uri"] == "docs/concepts/model-gate.md"
     assert "hash" in text["snippet"].lower()
     assert_error(run("search-text", str(out), "   "), "empty query")
-    assert_error(run("search-text", str(out), "x", "-k", "0"), "invalid k: 0")
+    # A query of punctuation only is the same error on every text verb, in every mode.
+    for verb in ("find", "ask", "retrieve", "search-text"):
+        for mode in ("auto", "text", "vector"):
+            shown = assert_error(run(verb, str(out), "?!...,;", "--mode", mode), "empty query")
+            assert "has no letters or digits" in shown
+    assert_error(run("search-text", str(out), "x", "-k", "0"), code=2)  # IntRange: usage
     no_bm25 = tmp_path / "no-bm25.urna"
     assert run("build", str(docs), "-o", str(no_bm25), "--no-bm25").exit_code == 0
     assert_error(run("ask", str(no_bm25), "x", "--mode", "text"), "needs a BM25 index")

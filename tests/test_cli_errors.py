@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,16 +28,41 @@ from tests.conftest import assert_error, run
         ("[1e999, 0, 0, 0]", "1", "NaN or Inf in query"),
         ("[0, 0, 0, 0]", "1", "zero-norm query"),
         ("[]", "1", "empty query"),
-        ("[1, 0, 0, 0]", "0", "invalid k: 0"),
-        ("[1, 0, 0, 0]", "-3", "invalid k: -3"),
     ],
 )
 def test_bad_query(five_file: Path, query: str, k: str, fragment: str) -> None:
     assert_error(run("search", str(five_file), query, "-k", k), fragment)
 
 
-def test_bad_k_is_checked_before_the_query(five_file: Path) -> None:
-    assert_error(run("search", str(five_file), "[]", "-k", "0"), "invalid k: 0")
+def _search_verbs() -> dict[str, list[str]]:
+    """Every verb that returns hits, and the names its hit count goes by."""
+    from urna.cli.app import cli
+
+    out = {}
+    for name, command in cli.commands.items():
+        for param in command.params:
+            if "-k" in getattr(param, "opts", []):
+                out[name] = list(param.opts) + list(getattr(param, "secondary_opts", []))
+    return out
+
+
+def test_every_search_verb_takes_k_and_limit_with_one_range_check(five_file: Path) -> None:
+    """-k / --limit on every verb that returns hits (find also keeps fluree's -n), checked
+    by the same range before anything runs: a usage error, exit 2."""
+    verbs = _search_verbs()
+    expected = {"search", "search-ann", "search-graph", "search-text", "ask", "retrieve", "find"}
+    assert expected <= set(verbs), verbs
+    for verb, names in verbs.items():
+        assert "-k" in names and "--limit" in names, (verb, names)
+        for bad in ("0", "-3", "ten"):
+            for name in names:
+                args = [verb, str(five_file), "[]", name, bad]
+                result = run(*args)
+                assert_error(result, code=2)
+                assert "Invalid value for '-k' / '--limit'" in result.stderr, (args, result.stderr)
+    assert "-n" in verbs["find"]
+    shown = run("search", str(five_file), "[1, 0, 0, 0]", "--limit", "2", "--json")
+    assert shown.exit_code == 0 and len(json.loads(shown.stdout)["hits"]) == 2
 
 
 def test_bad_file_arguments(tmp_path: Path) -> None:

@@ -131,6 +131,12 @@ def test_short_path_cuts_from_the_left() -> None:
 
 def test_bad_input(in_library: Path) -> None:
     assert run("find", "-l", "guide", "q", "-n", "0").exit_code == 2
+    # -k and --limit are find's names too (every search verb's), -n fluree's alias.
+    answers = [
+        run("find", "-l", "guide", "install", "--mode", "text", name, "2", "--json").stdout
+        for name in ("-k", "--limit", "-n")
+    ]
+    assert answers[0] == answers[1] == answers[2] and len(json.loads(answers[0])) == 2
     assert run("find", "-l", "guide", "q", "--mode", "bogus").exit_code == 2
     result = run("find", "-l", "guide", "   ", "--mode", "text")
     assert result.exit_code == 1 and result.stderr.startswith("Error: ")

@@ -73,6 +73,8 @@ async def _conversation(client: Any, checks: dict[str, Any]) -> None:
 
     bad = await client.call_tool("search", {"query": QUESTION, "limit": 0})
     assert bad.is_error and "limit" in bad.content[0].text
+    marks = await client.call_tool("search", {"query": "?!...,;"})
+    assert marks.is_error and "empty query" in marks.content[0].text
     wrong = await client.call_tool("cite", {"citation": "urna://nope"})
     assert wrong.is_error
     checks["error"] = wrong.content[0].text

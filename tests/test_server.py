@@ -102,6 +102,9 @@ def test_empty_branches_are_lists(served: Server) -> None:
     assert status == 200 and body["keyword"] == [] and isinstance(body["semantic"], list)
     status, body = served.get("/api/search?" + q({"db": "guide", "q": "the of and"}))
     assert status == 200 and body["keyword"] == []  # no tokens: empty, not an error
+    # A query of punctuation only: both branches empty (the contract), never an error.
+    status, body = served.get("/api/search?" + q({"db": "guide", "q": "?!...,;"}))
+    assert status == 200 and body["keyword"] == [] and body["semantic"] == []
 
 
 def test_a_file_without_bm25_has_an_empty_keyword_branch(served: Server) -> None:
@@ -195,6 +198,10 @@ def test_v1_search_and_filters(served: Server) -> None:
     ):
         status, body = served.get("/v1/search?" + q(params))
         assert status == 400 and body["error"]["code"] == "bad_request"
+    for text in ("   ", "?!...,;"):  # no letters or digits: the empty query's error
+        status, body = served.get("/v1/search?" + q({"db": "guide", "q": text}))
+        assert status == 400 and body["error"]["code"] == "bad_query", body
+        assert "empty" in body["error"]["message"]
     status, body = served.get("/v1/search?" + q({"db": "plain", "q": "x", "mode": "text"}))
     assert status == 400 and "BM25" in body["error"]["message"]
 

@@ -120,8 +120,15 @@ def file_argument(command: F) -> F:
     return click.argument("file", type=click.Path(path_type=str))(command)
 
 
-k_option = click.option(
-    "-k", "--k", "k", type=int, default=10, show_default=True, help="Hits to return (> 0)."
+k_option = click.option(  # one name on every search verb: -k / --limit (find also -n)
+    "-k",
+    "--limit",
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Hits to return.",
 )
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as one JSON object."

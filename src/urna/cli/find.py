@@ -114,7 +114,14 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @file_argument
 @click.argument("query")
 @click.option(
-    "-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Results."
+    "-k",
+    "--limit",
+    "-n",
+    "limit",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Hits to return (-n, fluree's name, also works).",
 )
 @query_options("mode", "fusion", "model_path", *FILTERS)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")

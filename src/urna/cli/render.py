@@ -16,8 +16,10 @@ KEY_WIDTH = 14
 
 
 def kv(key: str, value: Any) -> str:
-    """``key:`` left-aligned in a 14-character field, then the value."""
-    return f"{key + ':':<{KEY_WIDTH}}{value}"
+    """``key:`` left-aligned in a 14-character field (wider for a longer key, so at least
+    one space always follows the colon), then the value."""
+    label = key + ":"
+    return f"{label:<{max(KEY_WIDTH, len(label) + 1)}}{value}"
 
 
 def _bool(value: bool) -> str:
@@ -199,7 +201,7 @@ def ask(result: SearchResult, *, explain: bool) -> str:
     if explain:
         routes = {
             "vector": "vector (exact cosine over every chunk)",
-            "text": "text (BM25 over chunk text and section path)",
+            "text": "text (BM25 over each chunk in its context)",
             "hybrid": "hybrid (exact cosine and BM25, fused)",
         }
         counts = " ".join(f"{m}={n}" for m, n in result.candidates.items())

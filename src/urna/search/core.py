@@ -40,7 +40,7 @@ from urna.search.query import check_k, check_positive, prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
-from urna.search.text import rank, route
+from urna.search.text import has_words, rank, route
 
 T = TypeVar("T")
 
@@ -192,6 +192,8 @@ class Searcher:
         text = query.text
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty query")
+        if not has_words(text):  # "?!...": nothing for either method to go on
+            raise QueryError(f"empty query: {text.strip()[:40]!r} has no letters or digits")
         fusion = self.fusion.choose(query.fusion)
         given = query.embedder
 

@@ -42,6 +42,12 @@ class Route:
     embedder: Embedder | None
 
 
+def has_words(text: str) -> bool:
+    """Whether a query holds a letter or a digit (in any script): one that does not
+    ("?!...") gives BM25 nothing and the model only noise, so it is refused."""
+    return any(ch.isalnum() for ch in text)
+
+
 def default_candidates(k: int) -> int:
     return max(4 * k, 64)
 

@@ -7,6 +7,7 @@ from typing import Any
 from urna.search.protocol import Searchable
 from urna.search.request import Query
 from urna.search.result import Hit
+from urna.search.text import has_words
 
 SEMANTIC_FLOOR = 0.3  # semantic hits below this cosine are dropped (the compatible contract)
 MAX_QUERY_CHARS = 2000
@@ -14,12 +15,14 @@ MAX_LIMIT = 100
 
 
 def keyword_hits(corpus: Searchable, q: str, limit: int) -> list[Hit]:
-    if not corpus.has_text_index:
+    if not corpus.has_text_index or not has_words(q):  # the contract: no error, no hits
         return []
     return corpus.run(Query(text=q, k=limit, mode="text")).hits
 
 
 def semantic_hits(corpus: Searchable, q: str, limit: int) -> list[Hit]:
+    if not has_words(q):
+        return []
     hits = corpus.run(Query(text=q, k=limit, mode="vector")).hits
     return [h for h in hits if h.score >= SEMANTIC_FLOOR]
 
