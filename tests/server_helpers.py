@@ -38,7 +38,10 @@ def start_watch(
 
 
 class Server:
-    def __init__(self, paths: list[Path], *extra: str) -> None:
+    """``urna serve`` on a free loopback port, waited for; ``--quiet`` (no access log) unless
+    ``quiet=False``, so that a pipe nobody reads never fills."""
+
+    def __init__(self, paths: list[Path], *extra: str, quiet: bool = True) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
@@ -50,6 +53,7 @@ class Server:
                 *map(str, paths),
                 "--port",
                 str(self.port),
+                *(["--quiet"] if quiet else []),
                 *extra,
             ],
             stdout=subprocess.PIPE,

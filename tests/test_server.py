@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import queue
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +21,8 @@ import pytest
 
 from tests.conftest import needs_models, run
 from tests.server_helpers import Server, free_port, q, start_watch, text_file
+
+GOLDEN = Path(__file__).parent / "golden"
 
 pytestmark = [
     needs_models,
@@ -486,3 +493,79 @@ def test_a_served_file_rewritten_in_place_does_not_take_the_server_down(tmp_path
         server.stop()
     assert before[0] == 200 and before[1]["hits"][0]["source_uri"] == "0.md"
     assert all(a[0] == 200 and a[1]["hits"] == before[1]["hits"] for a in after)
+
+
+def _lines(stream: Any) -> queue.Queue[str]:
+    found: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [found.put(x) for x in stream], daemon=True).start()
+    return found
+
+
+def _next(found: queue.Queue[str]) -> str:
+    return found.get(timeout=60).rstrip("\n")
+
+
+def test_the_server_says_where_it_is_and_logs_each_request(tmp_path: Path) -> None:
+    """Start lines (each corpus, the URLs), an access line per request, a line at shutdown;
+    with --log-json each is one JSON object."""
+    path = text_file(tmp_path / "animals.urna")
+    server = Server([path], quiet=False)
+    try:
+        found = _lines(server.proc.stderr)
+        start = [_next(found) for _ in range(5)]
+        access = _next(found)  # the helper's health check, which it waited on
+        server.get("/v1/nowhere")
+        missing = _next(found)
+    finally:
+        server.stop()
+    text = "\n".join([*start, access, missing]) + "\n"
+    text = text.replace(str(path), "<path>").replace(str(server.port), "<port>")
+    text = re.sub(r"\d+\.\d ms", "<ms> ms", text)
+    golden = GOLDEN / "serve-start.txt"
+    if os.environ.get("URNA_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+    machine = Server([path], "--log-json", quiet=False)
+    try:
+        found = _lines(machine.proc.stderr)
+        events = [json.loads(_next(found)) for _ in range(5)]
+        request = json.loads(_next(found))  # the helper's health check
+    finally:
+        machine.proc.terminate()
+        machine.proc.wait(timeout=20)
+        stopped = json.loads(_next(found))
+        machine.stop()
+    assert [e["event"] for e in events] == ["serving", "page", "docs", "mcp", "ready"]
+    assert events[0]["name"] == "animals" and events[-1]["port"] == machine.port
+    assert request["event"] == "request" and request["path"] == "/api/health"
+    assert request["status"] == 200 and request["ms"] >= 0
+    assert stopped == {"event": "stopped"}
+
+    quiet = Server([path])  # --quiet: the start lines, no access log
+    try:
+        found = _lines(quiet.proc.stderr)
+        assert _next(found).startswith("serving animals:")
+        for _ in range(4):
+            _next(found)
+        quiet.get("/api/health")
+        quiet.proc.terminate()
+        quiet.proc.wait(timeout=20)
+        assert _next(found) == "stopped"
+    finally:
+        quiet.stop()
+
+
+def test_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
+    path = text_file(tmp_path / "animals.urna")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "urna", "serve", str(path), "--port", str(port)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    expected = f"Error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert done.stderr.strip() == expected

@@ -142,6 +142,8 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
     metavar="INDEX=RESOURCE",
     help="With --ray: run shard INDEX on a node started with that custom resource.",
 )
+@click.option("--quiet", is_flag=True, help="No access log line per request.")
+@click.option("--log-json", is_flag=True, help="Every log line as one JSON object.")
 def serve(
     paths: tuple[Path, ...],
     names: tuple[str, ...],
@@ -155,9 +157,13 @@ def serve(
     port: int,
     max_rps: float,
     token: str | None,
+    quiet: bool,
+    log_json: bool,
 ) -> None:
     """Serve .urna files (or every .urna in a folder) over HTTP, named by file stem; with no
-    path, every corpus of the library. The MCP server for agents is at /mcp."""
+    path, every corpus of the library. The MCP server for agents is at /mcp. It prints what
+    it serves and its URLs, then one line per request (method, path, status, ms)."""
+    from urna.server.log import ServerLog
     from urna.server.run import serve as run_server
 
     run_server(
@@ -172,6 +178,7 @@ def serve(
         interval=interval,
         ray=ray_address,
         places=list(places),
+        log=ServerLog(quiet=quiet, as_json=log_json),
     )
 
 

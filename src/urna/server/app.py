@@ -19,6 +19,7 @@ from urna.errors import UrnaError
 from urna.server import compat, errors, v1
 from urna.server.databases import Databases
 from urna.server.errors import error_body
+from urna.server.log import ServerLog
 
 OPEN_PATHS = ("/api/health",)
 
@@ -59,6 +60,7 @@ def create_app(
     max_rps: float = 0,
     host: str = "127.0.0.1",
     mcp: bool = True,
+    log: ServerLog | None = None,
 ) -> FastAPI:
     """The app. ``host`` is the address it listens on: on loopback, /mcp refuses requests
     whose Host or Origin is not a loopback name (DNS rebinding)."""
@@ -112,6 +114,18 @@ def create_app(
                 status_code=413,
             )
         return await call_next(request)
+
+    if log is not None:  # added last, so it is outermost: refused requests are logged too
+
+        @app.middleware("http")
+        async def access_log(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            t0 = time.perf_counter()
+            response = await call_next(request)
+            ms = 1000 * (time.perf_counter() - t0)
+            log.access(request.method, request.url.path, response.status_code, ms)
+            return response
 
     app.include_router(compat.router(dbs))
     app.include_router(v1.router(dbs))

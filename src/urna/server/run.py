@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import sys
+import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from urna.errors import UrnaError
+
+if TYPE_CHECKING:
+    from urna.server.log import ServerLog
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -34,6 +38,7 @@ def serve(
     max_rps: float = 200.0,
     ray: str | None = None,
     places: list[str] | None = None,
+    log: ServerLog | None = None,
 ) -> None:
     token = token or os.environ.get("URNA_TOKEN") or None
     if not is_loopback(host) and not token:
@@ -53,6 +58,7 @@ def serve(
         from urna.server.databases import Databases, load
     except ImportError:
         raise UrnaError("the server needs its extra: pip install 'urna[serve]'") from None
+    from urna.server.log import ServerLog
     from urna.server.watch import Watcher, parse_watch
 
     parsed = [parse_watch(w) for w in watches or []]
@@ -62,30 +68,57 @@ def serve(
     for w in parsed:
         if dbs.get(w.name) is not None:
             raise UrnaError(f"--watch {w.name} collides with a served file of that name")
+    log = log or ServerLog()
+    sock = listen(host, port)  # bound before the first line, so the lines tell the truth
     watcher = None
     if parsed:
-        watcher = Watcher(
-            dbs,
-            parsed,
-            data,
-            model=model,
-            interval=interval,
-            report=lambda m: print(m, file=sys.stderr, flush=True),
-        )
+        watcher = Watcher(dbs, parsed, data, model=model, interval=interval, report=log.watch)
         watcher.start()
-    app = create_app(dbs, token=token, max_rps=max_rps, host=host)
+    app = create_app(dbs, token=token, max_rps=max_rps, host=host, log=log)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,  # the peer address is the client: X-Forwarded-For is not trusted
+    )
+    said = log
+
+    class Speaking(uvicorn.Server):
+        """Says when it has stopped: uvicorn raises the signal again once it has shut down,
+        so a line after ``run`` would never be printed."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            said.stopped()
+
+    log.started(dbs, host, sock.getsockname()[1])
     try:
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            proxy_headers=False,  # the peer address is the client: X-Forwarded-For is not trusted
-        )
+        Speaking(config).run(sockets=[sock])
     finally:
         if watcher is not None:
             watcher.stop()
+        sock.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free one), or a clear error."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UrnaError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise UrnaError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
 
 
 def _serve_ray(
