@@ -143,8 +143,10 @@ QUERY_PARTS = FILTER_PARTS | {
 # public methods of Corpus and Collection (written once for both).
 CORE = {"search/request.py", "search/filters.py", "search/api.py"}
 # Wire schemas a protocol reads off a signature: the MCP search tool (agents see its
-# parameters flat); it hands them to query_from at once.
-WIRE = {("server/mcp.py", "search")}
+# parameters flat), and the LlamaIndex retriever's constructor (that framework's settings
+# are keyword arguments, as the LangChain retriever's are fields); each hands them to
+# query_from.
+WIRE = {("server/mcp.py", "search"), ("integrations/llama_index.py", "__init__")}
 
 
 def surface_violations(root: Path) -> list[str]:

@@ -26,41 +26,15 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 from pydantic import PrivateAttr, model_validator
 
-from urna import library
-from urna.errors import QueryError
-from urna.search.opening import open_path
+from urna.integrations.shared import SETTINGS, check_settings, hit_metadata, open_target, overridden
 from urna.search.protocol import Searchable
 from urna.search.request import query_from
 from urna.search.result import Hit
-from urna.search.text import MODES
 
 
 def document(hit: Hit) -> Document:
     """A hit as a LangChain ``Document``: the text, and everything to cite and check it."""
-    return Document(
-        id=hit.citation_id,
-        page_content=hit.text,
-        metadata={
-            "citation_id": hit.citation_id,
-            "source": hit.source_uri,
-            "byte_start": hit.byte_start,
-            "byte_end": hit.byte_end,
-            "section_path": hit.section_path,
-            "page": hit.page,
-            "chunk_id": hit.chunk_id,
-            "content_hash": hit.content_hash,
-            "file_hash": hit.file_hash,
-            "rank": hit.rank,
-            "score": hit.score,
-            "score_type": hit.score_type,
-            "ranks": hit.ranks,
-            "model": hit.model,
-            "fields": hit.metadata,  # the chunk's own metadata (front matter, record fields)
-        },
-    )
-
-
-SETTINGS = ("k", "mode", "fusion", "source", "section", "where")  # the Query parts it sets
+    return Document(id=hit.citation_id, page_content=hit.text, metadata=hit_metadata(hit))
 
 
 class UrnaRetriever(BaseRetriever):
@@ -81,12 +55,7 @@ class UrnaRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _one_target(self) -> UrnaRetriever:
-        if (self.path is None) == (self.corpus_name is None):
-            raise ValueError("give exactly one of path (a .urna file or folder) or corpus_name")
-        if self.k < 1:
-            raise ValueError(f"k must be >= 1, got {self.k}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        check_settings(self.path, self.corpus_name, self.k, self.mode)
         return self
 
     @property
@@ -94,8 +63,7 @@ class UrnaRetriever(BaseRetriever):
         """The opened corpus (opened, with every check, on first use)."""
         with self._lock:
             if self._corpus is None:
-                name = str(self.corpus_name)
-                self._corpus = open_path(library.resolve(name) if self.path is None else self.path)
+                self._corpus = open_target(self.path, self.corpus_name)
             return self._corpus
 
     def close(self) -> None:
@@ -107,9 +75,6 @@ class UrnaRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        unknown = set(overrides) - set(SETTINGS)
-        if unknown:
-            raise QueryError(f"unknown retriever arguments: {', '.join(sorted(unknown))}")
-        settings = {name: getattr(self, name) for name in SETTINGS} | overrides
+        settings = overridden({name: getattr(self, name) for name in SETTINGS}, overrides)
         result = self.corpus.run(query_from(text=query, **settings))
         return [document(h) for h in result.hits]
