@@ -11,18 +11,10 @@ scifact's train split too; nfcorpus's verbose queries).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SETS = (  # name, folder, split, query file (None: the split's)
-    ("scifact-train", "scifact", "train", None),
-    ("scifact", "scifact", "test", None),
-    ("nfcorpus", "nfcorpus", "test", None),
-    ("nfcorpus-verbose", "nfcorpus", "test", "alt_queries/queries_all.jsonl"),
-    ("cranfield", "cranfield", "test", None),
-)
+from tune_quality import DATA, SETS  # the same sets, splits and query files
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ call. Needs the extra: ``pip install 'urna[langchain]'``.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 try:
@@ -26,9 +25,8 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 from pydantic import PrivateAttr, model_validator
 
-from urna.integrations.shared import SETTINGS, check_settings, hit_metadata, open_target, overridden
+from urna.integrations.shared import Target, check_settings, hit_metadata, hits
 from urna.search.protocol import Searchable
-from urna.search.request import query_from
 from urna.search.result import Hit
 
 
@@ -50,31 +48,23 @@ class UrnaRetriever(BaseRetriever):
     section: str | None = None
     where: dict[str, Any] | None = None  # a where-filter on metadata
 
-    _corpus: Searchable | None = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _target: Target = PrivateAttr()
 
     @model_validator(mode="after")
     def _one_target(self) -> UrnaRetriever:
         check_settings(self.path, self.corpus_name, self.k, self.mode)
+        self._target = Target(self.path, self.corpus_name)
         return self
 
     @property
     def corpus(self) -> Searchable:
         """The opened corpus (opened, with every check, on first use)."""
-        with self._lock:
-            if self._corpus is None:
-                self._corpus = open_target(self.path, self.corpus_name)
-            return self._corpus
+        return self._target.corpus
 
     def close(self) -> None:
-        with self._lock:
-            if self._corpus is not None:
-                self._corpus.close()
-                self._corpus = None
+        self._target.close()
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        settings = overridden({name: getattr(self, name) for name in SETTINGS}, overrides)
-        result = self.corpus.run(query_from(text=query, **settings))
-        return [document(h) for h in result.hits]
+        return [document(h) for h in hits(self, self._target, query, overrides)]

@@ -16,7 +16,6 @@ section path are shown to an LLM or an embedder with the text. Needs the extra:
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 try:
@@ -27,9 +26,8 @@ except ImportError as exc:  # pragma: no cover - the message is the point
         "urna's LlamaIndex retriever needs its extra: pip install 'urna[llama-index]'"
     ) from exc
 
-from urna.integrations.shared import SETTINGS, check_settings, hit_metadata, open_target, overridden
+from urna.integrations.shared import Target, check_settings, hit_metadata, hits
 from urna.search.protocol import Searchable
-from urna.search.request import query_from
 from urna.search.result import Hit
 
 SHOWN = ("citation_id", "source", "section_path")  # what an LLM or embedder sees besides text
@@ -70,28 +68,20 @@ class UrnaRetriever(BaseRetriever):
         self.path, self.corpus_name = path, corpus_name
         self.k, self.mode, self.fusion = k, mode, fusion
         self.source, self.section, self.where = source, section, where
-        self._corpus: Searchable | None = None
-        self._lock = threading.Lock()
+        self._target = Target(path, corpus_name)
         super().__init__(**base)
 
     @property
     def corpus(self) -> Searchable:
         """The opened corpus (opened, with every check, on first use)."""
-        with self._lock:
-            if self._corpus is None:
-                self._corpus = open_target(self.path, self.corpus_name)
-            return self._corpus
+        return self._target.corpus
 
     def close(self) -> None:
-        with self._lock:
-            if self._corpus is not None:
-                self._corpus.close()
-                self._corpus = None
+        self._target.close()
 
     def search(self, query: str, **overrides: Any) -> list[NodeWithScore]:
         """One query with some settings overridden for this call (``k=1``, ``mode=...``)."""
-        settings = overridden({name: getattr(self, name) for name in SETTINGS}, overrides)
-        return [node(h) for h in self.corpus.run(query_from(text=query, **settings)).hits]
+        return [node(h) for h in hits(self, self._target, query, overrides)]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.search(query_bundle.query_str)

@@ -3,12 +3,14 @@ metadata a hit carries into a framework's document or node."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from urna import library
 from urna.errors import QueryError
 from urna.search.opening import open_path
 from urna.search.protocol import Searchable
+from urna.search.request import query_from
 from urna.search.result import Hit
 from urna.search.text import MODES
 
@@ -24,16 +26,38 @@ def check_settings(path: str | None, corpus_name: str | None, k: int, mode: str)
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
-def open_target(path: str | None, corpus_name: str | None) -> Searchable:
-    """The file or collection at ``path``, or the library's corpus ``corpus_name``."""
-    return open_path(library.resolve(str(corpus_name)) if path is None else path)
+class Target:
+    """The file or collection at ``path``, or the library's corpus ``corpus_name``, opened
+    (with every check) on first use; thread-safe."""
+
+    def __init__(self, path: str | None, corpus_name: str | None) -> None:
+        self.path, self.corpus_name = path, corpus_name
+        self._corpus: Searchable | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def corpus(self) -> Searchable:
+        with self._lock:
+            if self._corpus is None:
+                name, path = self.corpus_name, self.path
+                self._corpus = open_path(library.resolve(str(name)) if path is None else path)
+            return self._corpus
+
+    def close(self) -> None:
+        with self._lock:
+            if self._corpus is not None:
+                self._corpus.close()
+                self._corpus = None
 
 
-def overridden(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def hits(retriever: Any, target: Target, query: str, overrides: dict[str, Any]) -> list[Hit]:
+    """A retriever's query: its settings (``SETTINGS``, read off it), some overridden for
+    this call."""
     unknown = set(overrides) - set(SETTINGS)
     if unknown:
         raise QueryError(f"unknown retriever arguments: {', '.join(sorted(unknown))}")
-    return defaults | overrides
+    settings = {name: getattr(retriever, name) for name in SETTINGS} | overrides
+    return target.corpus.run(query_from(text=query, **settings)).hits
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
