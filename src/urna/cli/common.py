@@ -120,16 +120,22 @@ def file_argument(command: F) -> F:
     return click.argument("file", type=click.Path(path_type=str))(command)
 
 
-k_option = click.option(  # one name on every search verb: -k / --limit (find also -n)
-    "-k",
-    "--limit",
-    "--k",
-    "k",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Hits to return.",
-)
+def hits_option(dest: str, alias: str, help: str = "Hits to return.") -> Callable[[F], F]:
+    """The one hit-count option of every search verb: -k / --limit, one more alias, one
+    range check (a bad value is a usage error)."""
+    return click.option(
+        "-k",
+        "--limit",
+        alias,
+        dest,
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help=help,
+    )
+
+
+k_option = hits_option("k", "--k")
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as one JSON object."
 )

@@ -16,7 +16,15 @@ from typing import Any
 
 import click
 
-from urna.cli.common import FILTERS, file_argument, file_command, open_corpus, out, query_options
+from urna.cli.common import (
+    FILTERS,
+    file_argument,
+    file_command,
+    hits_option,
+    open_corpus,
+    out,
+    query_options,
+)
 from urna.search.request import query_from
 from urna.search.result import Hit, SearchResult
 from urna.search.snippet import plain, snippet, term_pattern
@@ -113,16 +121,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @file_command("find")
 @file_argument
 @click.argument("query")
-@click.option(
-    "-k",
-    "--limit",
-    "-n",
-    "limit",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Hits to return (-n, fluree's name, also works).",
-)
+@hits_option("limit", "-n", "Hits to return (-n, fluree's name, also works).")
 @query_options("mode", "fusion", "model_path", *FILTERS)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
 def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
