@@ -169,3 +169,19 @@ def test_hostile_arguments_get_one_error_line(tmp_path: Path) -> None:
     for bad in ("0", "-3", "7"):
         result = run("build", str(tmp_path), "-o", out, "--max-tokens", bad)
         assert result.exit_code == 2 and "--max-tokens" in result.output, result.output
+
+
+def test_build_makes_its_output_folder_and_names_a_file_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Notes\n\nBees swarm in spring.\n")
+    deep = tmp_path / "out" / "nested" / "a.urna"
+    result = run("build", str(tmp_path / "a.md"), "-o", str(deep), "--model", "static")
+    assert result.exit_code == 0, result.stderr
+    assert deep.is_file()
+    (tmp_path / "blocker").write_text("")
+    for extra in ([], ["--shards", "2"]):
+        target = tmp_path / "blocker" / "x.urna"
+        result = run(
+            "build", str(tmp_path / "a.md"), "-o", str(target), "--model", "static", *extra
+        )
+        assert_error(result, "cannot create output folder")
+        assert (tmp_path / "blocker").read_text() == ""

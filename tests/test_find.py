@@ -1,5 +1,6 @@
 """``urna find``: its human output and its --json, against golden files
-(URNA_UPDATE_GOLDEN=1 rewrites them), in every mode, with a long section path and no hits.
+(URNA_UPDATE_GOLDEN=1 rewrites them), in every mode, with a long section path, weaker matches
+and no hits.
 
 The library is embedded by the real model, so its content_hash and the last digits of its
 scores are this CPU's float arithmetic: the goldens hold ``<content_hash>`` in its place,
@@ -62,6 +63,7 @@ def _normalize(text: str) -> str:
         ("find-text.txt", ["citation checked against its source", "-n", "2", "--mode", "text"]),
         ("find-long-path.txt", ["paramount lien on Reserve Bank assets", "-n", "1"]),
         ("find-none.txt", ["zyxwvut", "--mode", "text"]),
+        ("find-weaker.txt", ["how is a citation checked against its source", "-n", "4"]),
         (
             "find-filtered.txt",
             ["install", "-n", "2", "--section", "Guide / Install", "--mode", "text"],

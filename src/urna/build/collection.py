@@ -37,6 +37,7 @@ from urna.build.update import apply_changes, superseding
 from urna.embed.base import THREADS_VARIABLE
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
+from urna.format.atomic import make_folder
 from urna.format.catalog import Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.format.regular import Outside, inside
@@ -171,9 +172,7 @@ def build_collection(
         raise BuildError(f"shards must be in [1, {MAX_SHARDS}], got {shards}")
     if folder.exists() and not folder.is_dir():
         raise BuildError(f"output {folder} is a file; a collection is a folder")
-    if not folder.parent.exists():
-        raise BuildError(f"output folder not found: {folder.parent}")
-    folder.mkdir(exist_ok=True)
+    make_folder(folder)
     with writing(folder):
         return _build(absolute(spec), shards, jobs, runner, report, warn, rebuild, merge, t0)
 

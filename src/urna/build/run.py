@@ -23,6 +23,7 @@ from urna.embed.cache import EmbeddingCache
 from urna.embed.precision import cache_key
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
+from urna.format.atomic import make_folder
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.context import CONTEXT_RECIPE, embedded_texts
 from urna.ingest.document import Document
@@ -137,8 +138,8 @@ def run_build(
     out = spec.output
     if out.exists() and out.is_dir():
         raise BuildError(f"output {out} is a directory")
-    if not out.parent.exists():
-        raise BuildError(f"output folder not found: {out.parent}")
+    if not dry_run:
+        make_folder(out.parent)
     embedder = embedder or resolve(spec.model, model_path=spec.model_path)
     summary.model = embedder.name
     max_tokens = window(spec, embedder)

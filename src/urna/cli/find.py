@@ -1,7 +1,8 @@
 """``urna find``: search for people, printed as fluree's ``doc search`` prints it.
 
 One block per hit: rank, score, file and section path (the per-method scores and ranks on a
-fused hit), a snippet centred on the query's words, the citation; then a closing line.
+fused hit), a snippet centred on the query's words, the citation; the weaker matches
+(``search/strength.py``) under their own heading; then a closing line.
 ``--json`` prints the hits as a list of objects (``score``, ``chunk``, ``document``, ``file``,
 ``path``, ``text``, ``ranks`` on a fused hit, and the citation and span fields).
 """
@@ -28,6 +29,7 @@ from urna.cli.common import (
 from urna.search.request import query_from
 from urna.search.result import Hit, SearchResult
 from urna.search.snippet import plain, snippet, term_pattern
+from urna.search.strength import RULE, strong_count
 
 PATH_WIDTH = 48
 METHODS = (("vector", 2), ("text", 1))  # the fused methods, each score's decimals
@@ -71,20 +73,25 @@ def hit_snippet(hit: Hit, terms: list[str]) -> str:
     return pattern.sub(lambda m: _style(m.group(0), bold=True, fg="yellow"), text)
 
 
+def _block(h: Hit, terms: list[str], fused: bool) -> str:
+    head = f"{h.rank}. {_style(f'{h.score:.3f}', bold=True)} {_style(h.source_uri, bold=True)}"
+    if h.section_path:
+        head += f" {short_path(h.section_path)}"
+    if fused:
+        head += f"   {_style(methods_part(h), dim=True)}"
+    indent = " " * (len(str(h.rank)) + 2)
+    return f"{head}\n{indent}{hit_snippet(h, terms)}\n{indent}{_style(h.citation_id, dim=True)}"
+
+
 def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
-    terms = result.terms
+    """The strong hits, then the weaker ones under their own heading (``search/strength.py``),
+    then a closing line."""
     fused = result.mode == "hybrid"
-    blocks = []
-    for h in result.hits:
-        head = f"{h.rank}. {_style(f'{h.score:.3f}', bold=True)} {_style(h.source_uri, bold=True)}"
-        if h.section_path:
-            head += f" {short_path(h.section_path)}"
-        if fused:
-            head += f"   {_style(methods_part(h), dim=True)}"
-        indent = " " * (len(str(h.rank)) + 2)
-        blocks.append(
-            f"{head}\n{indent}{hit_snippet(h, terms)}\n{indent}{_style(h.citation_id, dim=True)}"
-        )
+    blocks = [_block(h, result.terms, fused) for h in result.hits]
+    strong = strong_count(result.hits)
+    weaker = len(blocks) - strong
+    if weaker:
+        blocks.insert(strong, _style(f"Weaker matches ({RULE} score):", dim=True))
     if not blocks:
         kept_none = result.n_searched == 0 and result.note
         blocks.append(
@@ -93,7 +100,8 @@ def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
             else f"No chunk matches {query!r}."
         )
     n = len(result.hits)
-    blocks.append(f"({n} result(s), {result.mode}, {elapsed_ms:.0f} ms)")
+    counts = f"{n} result(s)" + (f", {weaker} weaker" if weaker else "")
+    blocks.append(f"({counts}, {result.mode}, {elapsed_ms:.0f} ms)")
     return "\n\n".join(blocks)
 
 

@@ -24,6 +24,17 @@ from typing import BinaryIO
 from urna.errors import FileError
 
 
+def make_folder(folder: Path) -> None:
+    """Create an output folder and any missing parents (``out/x.urna`` needs no
+    ``mkdir``); a path in the way that is not a folder is one clear error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise FileError(f"cannot create output folder {folder}: a file is in the way") from None
+    except OSError as exc:
+        raise FileError(f"cannot create output folder {folder}: {exc.strerror}") from None
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """Yield a file that replaces ``path`` only if the block finishes without error.

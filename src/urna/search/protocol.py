@@ -57,6 +57,9 @@ class Searchable(Protocol):
     def embedding(self, i: int) -> np.ndarray:
         """Chunk ``i``'s vector as stored, dequantized to float32."""
 
+    def source_uris(self, ordinals: np.ndarray) -> list[str]:
+        """The source_uri of each of these ordinals (no text decoded)."""
+
     def run(self, query: Query) -> SearchResult:
         """One query, whole, through the search core."""
 

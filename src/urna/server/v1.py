@@ -1,4 +1,5 @@
-"""The product's own API under /v1: search with modes and filters, citations, databases."""
+"""The product's own API under /v1: search with modes and filters, citations, databases, and
+the overview the search page opens on."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from fastapi import APIRouter, Query
 
 from urna.search.collection import Collection
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
+from urna.search.overview import overview
 from urna.search.protocol import Searchable
 from urna.search.request import query_from
 from urna.search.result import chunk_record
+from urna.search.strength import strong_count
 from urna.server.databases import Databases, database_record
 from urna.server.errors import ERROR_RESPONSES, ApiError
 from urna.server.params import SearchBody, SearchParams
@@ -37,7 +40,9 @@ def router(dbs: Databases) -> APIRouter:
             source=params.source or None, section=params.section or None, where=params.where,
         )  # fmt: skip
         version = {"version": corpus.version} if isinstance(corpus, Collection) else {}
-        return {"db": params.db, **version, **corpus.run(asked).to_dict()}
+        result = corpus.run(asked)
+        # ``strong``: how many leading hits are strong matches (search/strength.py)
+        return {"db": params.db, **version, "strong": strong_count(result.hits), **result.to_dict()}
 
     @api.get("/search", summary="Search one database by text", responses=ERROR_RESPONSES)
     async def search(params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
@@ -93,6 +98,14 @@ def router(dbs: Databases) -> APIRouter:
             if c is not None:
                 out.append(database_record(name, c))
         return {"databases": out}
+
+    @api.get("/overview", summary="Each database at a glance: size, model, example queries")
+    async def overview_all() -> dict[str, Any]:
+        def look() -> list[dict[str, Any]]:
+            found = ((name, dbs.get(name)) for name in dbs.names())
+            return [overview(name, c) for name, c in found if c is not None]
+
+        return {"databases": await asyncio.to_thread(look)}
 
     @api.get(
         "/databases/{name}",
