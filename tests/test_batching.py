@@ -59,9 +59,7 @@ def test_padded_lengths_depend_on_the_text_alone() -> None:
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_batchmates_and_batch_size_change_no_bit(
-    model: TransformerEmbedder, precision: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_batchmates_change_no_bit(model: TransformerEmbedder, precision: str) -> None:
     sample = texts()
     alone = np.stack([model.embed_in([t], precision)[0] for t in sample[:12]])
     together = model.embed_in(sample, precision)
@@ -70,8 +68,21 @@ def test_batchmates_and_batch_size_change_no_bit(
     again = model.embed_in(shuffled + texts(10, seed=2), precision)
     where = {t: i for i, t in enumerate(shuffled)}
     assert np.array_equal(np.stack([again[where[t]] for t in sample]), together)
-    monkeypatch.setattr("urna.embed.transformer.BATCH", 3)
-    assert np.array_equal(model.embed_in(sample, precision), together)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_how_many_texts_share_a_pass_changes_no_bit(
+    model: TransformerEmbedder, precision: str
+) -> None:
+    """Short texts (one padded length) embedded 1, 2, ..., ROWS + 3 at a time: a pass's
+    row count and a text's row in it never show in its vector."""
+    rng = np.random.default_rng(6)
+    short = [" ".join(rng.choice(WORDS, size=5)) + f" {i}" for i in range(batching.ROWS + 3)]
+    assert len({batching.padded_length(n, 256) for n in model.count_tokens(short)}) == 1
+    every = model.embed_in(short, precision)
+    for count in range(1, len(short)):
+        part = model.embed_in(short[-count:], precision)
+        assert np.array_equal(part, every[-count:]), count
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -118,3 +129,4 @@ def test_the_numpy_encoder_is_batch_invariant_too() -> None:
     alone = np.stack([encoder.embed([t])[0] for t in sample])
     assert np.array_equal(encoder.embed(sample), alone)
     assert np.array_equal(encoder.embed(list(reversed(sample)))[::-1], alone)
+    assert np.array_equal(encoder.embed(sample[3:9]), alone[3:9])

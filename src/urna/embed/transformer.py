@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from urna.embed.base import THREADS_VARIABLE, Embedder, quiet_hub_logging, unit_rows
-from urna.embed.batching import BATCH, batches
 from urna.embed.batching import RECIPE as BATCHING
+from urna.embed.batching import ROWS, batches, filled
 from urna.embed.hub import hub_snapshot
 from urna.embed.precision import chosen_precision
 from urna.embed.query import (
@@ -130,8 +130,9 @@ class TransformerEmbedder:
         return self.embed_in(texts, self.precision)
 
     def embed_in(self, texts: Sequence[str], precision: str) -> np.ndarray:
-        """Unit vectors in ``precision``, each text padded to a length of its own (see
-        ``embed/batching.py``): no batchmate changes a bit of another's vector."""
+        """Unit vectors in ``precision``, each text padded to a length of its own and every
+        pass of one shape for that length (``embed/batching.py``): no batchmate changes a bit
+        of another's vector."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -145,11 +146,11 @@ class TransformerEmbedder:
         pads = {"input_ids": tok.pad_token_id or 0, "token_type_ids": 0, "attention_mask": 0}
         left = getattr(tok, "padding_side", "right") == "left"
         ids = encoded["input_ids"]
-        for length, rows in batches([len(row) for row in ids], window, BATCH):
+        for length, rows in batches([len(row) for row in ids], window, ROWS):
             features = {}
             for key in keys:
-                block = np.full((len(rows), length), pads[key], dtype=np.int64)
-                for j, r in enumerate(rows):
+                block = np.full((ROWS, length), pads[key], dtype=np.int64)
+                for j, r in enumerate(filled(rows, ROWS)):
                     values = encoded[key][r]
                     if left:
                         block[j, length - len(values) :] = values
@@ -158,7 +159,7 @@ class TransformerEmbedder:
                 features[key] = torch.from_numpy(block)
             with torch.inference_mode(), _autocast(precision):
                 vectors = model(features)["sentence_embedding"]
-            out[rows] = vectors.float().numpy()
+            out[rows] = vectors.float().numpy()[: len(rows)]
         return unit_rows(out)
 
 
