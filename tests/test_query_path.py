@@ -21,6 +21,7 @@ from tests.test_precision import QUERIES
 from urna.embed import query as fastq
 from urna.embed.hub import MINILM, bundled_minilm
 from urna.embed.numpy_bert import NumpyBert, read_safetensors, why_unsupported
+from urna.embed.query_cache import CachedQueries
 from urna.embed.registry import resolve_query
 from urna.embed.transformer import Float32Query, TransformerEmbedder
 from urna.errors import ModelError
@@ -58,7 +59,8 @@ def test_the_fast_path_is_chosen_by_the_model_alone(
     h = fastq.cached_model_hash(folder)
     assert fastq.shipped_reference(h) is not None
     fast = resolve_query(MINILM, download=False)
-    assert isinstance(fast, fastq.FastQueryEmbedder) and fast.model_hash == h
+    assert isinstance(fast, CachedQueries) and fast.model_hash == h
+    assert isinstance(fast.inner, fastq.FastQueryEmbedder)
     record = fastq.checked_against_reference(folder, h, fast.max_tokens)
     assert record is not None and record["ok"] and record["min_cosine"] >= fastq.MIN_COSINE
     out = tmp_path / "quickstart.urna"
@@ -75,7 +77,8 @@ def test_the_fast_path_is_chosen_by_the_model_alone(
         monkeypatch.setenv(fastq.FAST_VARIABLE, env)
         kind = fastq.FastQueryEmbedder if env == "1" else Float32Query
         chosen = resolve_query(MINILM, download=False)
-        assert isinstance(chosen, kind) and chosen.precision == "float32"
+        assert isinstance(chosen, CachedQueries) and isinstance(chosen.inner, kind)
+        assert chosen.precision == "float32"
         with urna.open(out) as corpus:
             tops[label] = [
                 [(h.chunk_id, h.score) for h in corpus.search_text(q, k=10, mode=mode).hits]

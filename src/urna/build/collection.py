@@ -35,6 +35,7 @@ from urna.build.spec import BuildSpec, resolved
 from urna.build.target import Target, digest, write_options
 from urna.build.update import apply_changes, superseding
 from urna.embed.base import THREADS_VARIABLE
+from urna.embed.device import arithmetic, device_of
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
 from urna.format.atomic import make_folder
@@ -194,7 +195,12 @@ def _build(
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
     summary = CollectionSummary(output=folder, model=embedder.name, shards=shards)
     recipe_hash = recipe(
-        spec, embedder.model_hash, chunker, folder, embedder.precision, embedder.batching
+        spec,
+        embedder.model_hash,
+        chunker,
+        folder,
+        arithmetic(embedder.precision, device_of(embedder)),
+        embedder.batching,
     )
     target = Target(spec, folder, embedder, max_tokens, recipe_hash, use_cache=not rebuild)
     old, old_version = _previous(folder, rebuild)

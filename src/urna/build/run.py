@@ -20,6 +20,7 @@ from urna.build.spec import BuildSpec, resolved
 from urna.build.write import BuildResult, build
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
+from urna.embed.device import arithmetic, device_of
 from urna.embed.precision import cache_key
 from urna.embed.registry import resolve
 from urna.errors import BuildError, UrnaError
@@ -102,7 +103,9 @@ def embed_cached(
     appears twice is embedded once but counted twice).
     """
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
-    key = cache_key(embedder.model_hash, embedder.precision, embedder.batching)
+    key = cache_key(
+        embedder.model_hash, arithmetic(embedder.precision, device_of(embedder)), embedder.batching
+    )
     found = cache.get_many(key, texts, embedder.dim) if cache else [None] * len(texts)
     todo: dict[str, list[int]] = {}
     for i, (text, vec) in enumerate(zip(texts, found, strict=True)):
@@ -353,5 +356,6 @@ def write_spans(
         spaces=extra_spaces,
         embed_context=CONTEXT_RECIPE,
         embed_precision=embedder.precision,
+        embed_device=device_of(embedder),
         embed_batching=embedder.batching or None,
     )

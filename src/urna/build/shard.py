@@ -25,6 +25,7 @@ from urna.build.run import canonical_order, embed_all, load_files, write_spans
 from urna.build.spec import BuildSpec
 from urna.embed.base import Embedder, cache_dir
 from urna.embed.cache import EmbeddingCache
+from urna.embed.device import arithmetic, device_of
 from urna.embed.precision import cache_key
 from urna.embed.registry import resolve
 from urna.errors import BuildError
@@ -75,7 +76,8 @@ class PreviousShards:
         ranges: Sequence[Sequence[tuple[int, int]] | None] | None = None,
     ) -> None:
         model_hash, dim = embedder.model_hash, embedder.dim
-        self._key = cache_key(model_hash, embedder.precision, embedder.batching)
+        device = device_of(embedder)
+        self._key = cache_key(model_hash, arithmetic(embedder.precision, device), embedder.batching)
         self._shards: list[FileShard] = []
         self._where: dict[str, tuple[int, int]] = {}
         for n, path in enumerate(paths):
@@ -90,6 +92,7 @@ class PreviousShards:
                 and shard.manifest.get("embed_context", NO_CONTEXT) in RECIPES
                 and shard.manifest.get("embed_precision", "float32") == embedder.precision
                 and shard.manifest.get("embed_batching", "") == embedder.batching
+                and shard.manifest.get("embed_device", "cpu") == device
             )
             if not usable:
                 continue

@@ -13,6 +13,7 @@ import zstandard
 
 from urna.build.columns import ChunkInput, Columns, collect, unit_matrix
 from urna.embed.batching import RECIPES as BATCHING_RECIPES
+from urna.embed.device import GPUS
 from urna.embed.precision import PRECISIONS
 from urna.errors import BuildError
 from urna.format import embeddings as emb
@@ -86,6 +87,7 @@ def build(
     embed_context: str | None = None,
     embed_precision: str | None = None,
     embed_batching: str | None = None,
+    embed_device: str = "cpu",
 ) -> BuildResult:
     """Write ``chunks`` to a new .urna file at ``path``, atomically.
 
@@ -101,7 +103,8 @@ def build(
     with one row per chunk (0x15 and 0x20 + i). ``embed_context`` records the recipe that
     made the embedded texts (``urna.ingest.context``) when the vectors came from one, and
     ``embed_precision`` the arithmetic that made them (float32 or bfloat16), and
-    ``embed_batching`` how texts were padded into batches (``urna.embed.batching``).
+    ``embed_batching`` how texts were padded into batches (``urna.embed.batching``), and
+    ``embed_device`` where a GPU made them (cuda or mps; the CPU is not recorded).
     """
     items = list(chunks)
     if not items:
@@ -128,6 +131,7 @@ def build(
         embed_context=embed_context,
         embed_precision=embed_precision,
         embed_batching=embed_batching,
+        embed_device=embed_device,
         extra=extra_manifest or {},
     )
     decoded = {
@@ -204,6 +208,7 @@ def _manifest(
     embed_context: str | None,
     embed_precision: str | None,
     embed_batching: str | None,
+    embed_device: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     bm25, hnsw, graph = indexes
@@ -255,6 +260,10 @@ def _manifest(
                 f"got {embed_batching!r}"
             )
         manifest["embed_batching"] = embed_batching
+    if embed_device != "cpu":
+        if embed_device not in GPUS:
+            raise BuildError(f"embed_device must be cpu, {' or '.join(GPUS)}, got {embed_device!r}")
+        manifest["embed_device"] = embed_device
     for key, value in extra.items():
         if key in manifest:
             raise BuildError(f"extra manifest key {key!r} collides with a standard key")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,6 +15,8 @@ import click
 import urna
 from urna import library
 from urna.cli import render
+from urna.embed.device import DEVICE_VARIABLE, DEVICES, GPUS, resolved_device
+from urna.errors import missing_extra
 from urna.search.fusion import FUSIONS
 from urna.search.protocol import Searchable
 from urna.search.result import SearchResult
@@ -135,6 +138,29 @@ def hits_option(dest: str, alias: str, help: str = "Hits to return.") -> Callabl
     )
 
 
+def _chosen_device(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Set the process's embedding device (``embed/device.py``); a GPU torch does not see
+    is an error before any work starts."""
+    if value is None:
+        return
+    os.environ[DEVICE_VARIABLE] = value
+    if value in GPUS:
+        try:
+            import torch
+        except ImportError:
+            raise missing_extra("sentence-transformers") from None
+        resolved_device(value, torch)
+
+
+device_option = click.option(
+    "--device",
+    type=click.Choice(DEVICES),
+    default=None,
+    expose_value=False,
+    callback=_chosen_device,
+    help="Where the transformer embeds: auto (a GPU torch sees, else the CPU; the default), "
+    "cpu, cuda or mps.",
+)
 k_option = hits_option("k", "--k")
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as one JSON object."

@@ -82,6 +82,8 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
         lines.append(kv("context", m["embed_context"]))
     if "embed_precision" in m:
         lines.append(kv("precision", m["embed_precision"]))
+    if "embed_device" in m:
+        lines.append(kv("device", m["embed_device"]))
     if "embed_batching" in m:
         lines.append(kv("batching", m["embed_batching"]))
     if corpus.bm25 is not None:

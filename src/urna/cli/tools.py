@@ -10,6 +10,7 @@ import click
 
 from urna.cli import render
 from urna.cli.common import (
+    device_option,
     file_argument,
     file_command,
     k_option,
@@ -144,6 +145,7 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 )
 @click.option("--quiet", is_flag=True, help="No access log line per request.")
 @click.option("--log-json", is_flag=True, help="Every log line as one JSON object.")
+@device_option
 def serve(
     paths: tuple[Path, ...],
     names: tuple[str, ...],

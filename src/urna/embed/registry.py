@@ -19,6 +19,7 @@ from urna.embed.base import Embedder
 from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
 from urna.embed.precision import chosen_precision
 from urna.embed.query import fast_enabled
+from urna.embed.query_cache import CachedQueries
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
 from urna.embed.transformer import TransformerEmbedder
 from urna.errors import ModelError
@@ -74,14 +75,15 @@ def resolve_query(
 ) -> Embedder:
     """The embedder for a query's text: for a transformer, the numpy encoder where it
     reproduces the model's shipped references, else the model in float32 (``embed/query.py``);
-    the same choice in every process, whatever ran before."""
+    the same choice in every process, whatever ran before. Repeated queries are answered
+    from memory (``embed/query_cache.py``)."""
     full = resolve(name, model_path=model_path, download=download)
     if not isinstance(full, TransformerEmbedder):
         return full
     key = (canonical(name), str(model_path), str(download), str(fast_enabled()))
     found = _QUERY.get(key)
     if found is None:
-        found = _QUERY[key] = full.query_embedder()
+        found = _QUERY[key] = CachedQueries(full.query_embedder())
     return found
 
 

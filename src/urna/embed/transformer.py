@@ -14,6 +14,7 @@ import numpy as np
 from urna.embed.base import THREADS_VARIABLE, Embedder, quiet_hub_logging, unit_rows
 from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.batching import ROWS, batches, filled
+from urna.embed.device import asked_device, resolved_device
 from urna.embed.hub import hub_snapshot
 from urna.embed.precision import chosen_precision
 from urna.embed.query import (
@@ -86,6 +87,18 @@ class TransformerEmbedder:
         return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
 
     @cached_property
+    def device(self) -> str:
+        """The torch device it runs on (``embed/device.py``): cpu, cuda or mps."""
+        asked = asked_device()
+        if asked == "cpu":
+            return "cpu"
+        try:
+            import torch
+        except ImportError:
+            raise missing_extra("sentence-transformers") from None
+        return resolved_device(asked, torch)
+
+    @cached_property
     def _model(self) -> Any:
         quiet_hub_logging()
         if self._folder is not None and Path(str(self._source)).is_dir():
@@ -98,7 +111,7 @@ class TransformerEmbedder:
         threads = os.environ.get(THREADS_VARIABLE, "")  # set by collection builds
         torch.set_num_threads(int(threads) if threads.isdigit() else max(1, os.cpu_count() or 1))
         try:
-            model = SentenceTransformer(str(self._folder or self._source), device="cpu")
+            model = SentenceTransformer(str(self._folder or self._source), device=self.device)
         except Exception as exc:  # a broken folder or an unreachable hub name
             raise ModelError(f"cannot load model {self._source}: {exc}") from None
         return model
@@ -156,10 +169,10 @@ class TransformerEmbedder:
                         block[j, length - len(values) :] = values
                     else:
                         block[j, : len(values)] = values
-                features[key] = torch.from_numpy(block)
-            with torch.inference_mode(), _autocast(precision):
+                features[key] = torch.from_numpy(block).to(self.device)
+            with torch.inference_mode(), _autocast(precision, self.device):
                 vectors = model(features)["sentence_embedding"]
-            out[rows] = vectors.float().numpy()[: len(rows)]
+            out[rows] = vectors.float().cpu().numpy()[: len(rows)]
         return unit_rows(out)
 
 
@@ -188,6 +201,10 @@ class Float32Query:
     def max_tokens(self) -> int:
         return self._model.max_tokens
 
+    @property
+    def device(self) -> str:
+        return self._model.device
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._model.count_tokens(texts)
 
@@ -198,12 +215,12 @@ class Float32Query:
         return self._model.embed_in(texts, "float32")
 
 
-def _autocast(precision: str) -> Any:
-    """bfloat16 autocast on the CPU, or nothing (float32)."""
+def _autocast(precision: str, device: str = "cpu") -> Any:
+    """bfloat16 autocast on the device, or nothing (float32)."""
     import contextlib
 
     import torch
 
     if precision == "bfloat16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device, dtype=torch.bfloat16)
     return contextlib.nullcontext()

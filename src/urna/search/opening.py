@@ -89,7 +89,7 @@ def open_collection(
         for other in (s.facts for s in shards[1:]):
             if other.fusion != first.fusion:
                 raise _bad(f"shard {other.name} records another fusion than the first")
-            for key in ("embed_context", "embed_precision", "embed_batching"):
+            for key in ("embed_context", "embed_precision", "embed_batching", "embed_device"):
                 if other.manifest.get(key) != first.manifest.get(key):
                     raise _bad(f"shard {other.name} records another {key} than the first")
     except BaseException:
