@@ -7,6 +7,7 @@ p50/p99 latency and failures. /api/health is the HTTP stack's ceiling.
 
     python benchmarks/bench_http.py [--clients 8] [--seconds 10]
     python benchmarks/bench_http.py --embedders   # /v1/search hybrid by query embedder
+    python benchmarks/bench_http.py --repeats     # half the queries repeated: cache off, on
 
 ``--embedders`` serves the same file three times, one query embedder each, and loads
 /v1/search (hybrid: one query embedding per request): sentence-transformers in float32
@@ -47,7 +48,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def load(port: int, paths: list[str], clients: int, seconds: float) -> dict[str, float]:
+def load(
+    port: int, paths: list[str], clients: int, seconds: float, spread: bool = False
+) -> dict[str, float]:
+    """Requests per second etc. of ``clients`` threads cycling through ``paths``; with
+    ``spread`` each starts at its own share of the list (no two ask the same path at once)."""
     latencies: list[float] = []
     failures = [0]
     lock = threading.Lock()
@@ -55,7 +60,8 @@ def load(port: int, paths: list[str], clients: int, seconds: float) -> dict[str,
 
     def client(offset: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine, bad, i = [], 0, offset
+        mine, bad = [], 0
+        i = offset * (len(paths) // clients) if spread else offset
         while time.monotonic() < deadline:
             path = paths[i % len(paths)]
             i += 1
@@ -146,20 +152,63 @@ def by_embedder(corpus: Path, clients: int, seconds: float) -> None:
         )
 
 
+SHARED = ROOT.parent / "shared" / "data" / "scifact"
+
+
+def repeated(corpus: Path, clients: int, seconds: float) -> None:
+    """/v1/search hybrid where every other request repeats one of 20 queries and the rest are
+    each asked once (scifact's train and test queries, then numbered variants), with the
+    query-embedding cache off (URNA_QUERY_CACHE=0, before) and on (after)."""
+    import json
+
+    texts = [
+        json.loads(line)["text"]
+        for name in ("queries_train.jsonl", "queries.jsonl")
+        for line in (SHARED / name).read_text().splitlines()
+        if line.strip()
+    ]
+    fresh = texts + [f"{t} ({n})" for n in range(1, 40) for t in texts]
+    pool = texts[:20]
+    order = [pool[i // 2 % len(pool)] if i % 2 else fresh[i // 2] for i in range(2 * len(fresh))]
+    paths = [
+        f"/v1/search?db={corpus.stem}&q={urllib.parse.quote(x)}&limit=5&mode=hybrid" for x in order
+    ]
+    print(f"/v1/search hybrid, half the queries repeated, {clients} clients, {seconds:.0f} s")
+    print(f"{'query cache':<24} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    rates = {}
+    for name, env in (("off (before)", {"URNA_QUERY_CACHE": "0"}), ("on (after)", {})):
+        server, port = start(corpus, env)
+        try:
+            load(port, paths[-40:], 2, 2.0)  # load the model (queries the run never asks)
+            r = load(port, paths, clients, seconds, spread=True)
+        finally:
+            stop(server)
+        rates[name] = r["rps"]
+        print(
+            f"{name:<24} {r['rps']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+            f"{r['failures']:>7}"
+        )
+    print(f"after / before: {rates['on (after)'] / rates['off (before)']:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--embedders", action="store_true", help="/v1/search per embedder")
+    parser.add_argument(
+        "--repeats", action="store_true", help="/v1/search, half repeated, cache off and on"
+    )
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="urna-bench-http-")
     corpus = Path(tmp.name) / "quickstart.urna"
     subprocess.run(
         [*EXE, "build", str(SPEC), "-o", str(corpus)], check=True, stdout=subprocess.DEVNULL
     )
-    if args.embedders:
+    if args.embedders or args.repeats:
         try:
-            by_embedder(corpus, args.clients, args.seconds)
+            chosen = repeated if args.repeats else by_embedder
+            chosen(corpus, args.clients, args.seconds)
         finally:
             tmp.cleanup()
         return
