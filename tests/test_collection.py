@@ -258,3 +258,25 @@ def test_collection_build_errors(corpus_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     assert_error(run("build", docs, "-o", str(tmp_path / "file"), "--shards", "2"), "is a file")
     assert_error(run("serve", str(tmp_path), "--ray", "local"), "exactly one collection folder")
+
+
+def test_the_overview_counts_only_what_the_catalog_keeps(corpus_dir: Path, tmp_path: Path) -> None:
+    from urna.search.overview import overview
+
+    docs = tmp_path / "docs"
+    shutil.copytree(corpus_dir / "docs", docs)
+    out = tmp_path / "col"
+    assert run("build", str(docs), "-o", str(out), "--shards", "4").exit_code == 0
+    with urna.open(out) as col:
+        every = sorted(set(col.source_uris(col.live_ordinals())))
+        assert len(col.live_ordinals()) == col.n_chunks
+    removed = every[0]
+    (tmp_path / removed).unlink()
+    result = run("build", str(docs), "-o", str(out), "--no-merge")  # deletions in the catalog
+    assert result.exit_code == 0 and "1 removed" in result.stdout, result.stdout
+    with urna.open(out) as col:
+        live = col.live_ordinals()
+        assert len(live) == col.n_chunks and list(live) == sorted(live)
+        kept = set(col.source_uris(live))
+        assert kept == set(every) - {removed}
+        assert overview("col", col)["documents"] == len(kept)

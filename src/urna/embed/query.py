@@ -171,10 +171,12 @@ def checked_against_reference(
 
 
 class Coalescer:
-    """Concurrent ``embed`` calls share passes: whoever finds no pass running runs one for
-    everything queued, and keeps going while more arrives; the others wait for theirs. One
-    caller alone waits for nothing. Reading the weights once for many queries is what
-    makes a busy server faster (the pass is bound by memory, not arithmetic)."""
+    """Concurrent ``embed`` calls share one encoder: whoever finds it idle embeds everything
+    queued, and keeps going while more arrives; the others wait for theirs. One caller alone
+    waits for nothing. The encoder gives each text a pass of its own (a pass over several
+    would change their bits, ``embed/numpy_bert.py``), so what this saves is the BLAS
+    threads of many requests contending for the same cores, and repeated texts are served
+    before they get here (``embed/query_cache.py``)."""
 
     def __init__(self, embed: Any, limit: int = 32) -> None:
         self._embed = embed

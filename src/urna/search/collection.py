@@ -119,6 +119,10 @@ class Collection(SearchAPI):
         s, local = self._locate(i)
         return self.shards[s].embedding(local)
 
+    def live_ordinals(self) -> np.ndarray:
+        """The global ordinals of the chunks that count (the catalog deletes the rest)."""
+        return self._searcher.live_ordinals()
+
     def source_uris(self, ordinals: np.ndarray) -> list[str]:
         """The source_uri of each global ordinal (one call per shard holding any)."""
         return self._searcher.source_uris(ordinals)

@@ -291,6 +291,11 @@ class Searcher:
                 out[j] = shard.embedding(int(idx[j]) - offset)
         return out
 
+    def live_ordinals(self) -> np.ndarray:
+        """The global ordinals of the chunks that count, ascending."""
+        parts = [s.live_ordinals() + self.offsets[i] for i, s in enumerate(self.shards)]
+        return np.concatenate(parts).astype(np.int64)
+
     def source_uris(self, ordinals: np.ndarray) -> list[str]:
         """The source_uri of each global ordinal (one call per shard holding any)."""
         idx = np.asarray(ordinals, dtype=np.int64)

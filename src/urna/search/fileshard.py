@@ -120,6 +120,10 @@ class FileShard(FileView):
         """The source_uri of each of these ordinals (no text decoded)."""
         return self._store.source_uris_of(idx)
 
+    def live_ordinals(self) -> np.ndarray:
+        """The ordinals of the chunks that count, ascending (a catalog may delete some)."""
+        return np.arange(self.n_chunks) if self._live is None else self._live
+
     def text_bytes(self, i: int) -> bytes:
         return self._store.text_bytes(i)
 

@@ -55,8 +55,8 @@ def overview(name: str, corpus: Searchable) -> dict[str, Any]:
 
 
 def _compute(corpus: Searchable) -> dict[str, Any]:
-    n = corpus.n_chunks
-    uris: list[str] = corpus.source_uris(np.arange(n)) if n else []
+    live = corpus.live_ordinals()
+    uris: list[str] = corpus.source_uris(live) if len(live) else []
     return {
         "documents": len(set(uris)),
         "built": _written(corpus.path),
@@ -75,10 +75,12 @@ def _written(path: Path) -> str:
 
 
 def _examples(corpus: Searchable) -> list[str]:
-    n = corpus.n_chunks
+    live = corpus.live_ordinals()
+    n = len(live)
     picks: list[int] = []
     if n:
-        picks = np.unique(np.linspace(0, n - 1, num=min(n, SAMPLED)).astype(np.int64)).tolist()
+        at = np.unique(np.linspace(0, n - 1, num=min(n, SAMPLED)).astype(np.int64))
+        picks = live[at].tolist()
     by_source: dict[str, list[str]] = {}
     seen: set[str] = set()
     for i in picks:

@@ -60,6 +60,10 @@ class Searchable(Protocol):
     def source_uris(self, ordinals: np.ndarray) -> list[str]:
         """The source_uri of each of these ordinals (no text decoded)."""
 
+    def live_ordinals(self) -> np.ndarray:
+        """The ordinals of the chunks that count, ascending (a collection's catalog may
+        delete some: ordinals run over every stored chunk)."""
+
     def run(self, query: Query) -> SearchResult:
         """One query, whole, through the search core."""
 

@@ -108,6 +108,9 @@ class Shard(Protocol):
 
     def source_uris(self, idx: np.ndarray) -> list[str]: ...
 
+    def live_ordinals(self) -> np.ndarray:
+        """The ordinals of the chunks that count, ascending (a catalog may delete some)."""
+
     def chunk(self, i: int) -> Chunk: ...
 
     def embedding(self, i: int) -> np.ndarray: ...

@@ -208,6 +208,13 @@ class RemoteShard:
         result: list[str] = self._handle.source_uris.remote(idx).result()
         return result
 
+    def live_ordinals(self) -> np.ndarray:
+        """The ordinals this version keeps (its deleted ranges are known here)."""
+        dead = np.zeros(self.facts.n_chunks, dtype=bool)
+        for lo, hi in self._dead:
+            dead[lo:hi] = True
+        return np.flatnonzero(~dead)
+
     def chunk(self, i: int) -> Chunk:
         result: Chunk = self._handle.chunk.remote(i).result()
         return result
