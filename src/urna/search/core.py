@@ -285,10 +285,8 @@ class Searcher:
         """The stored vectors of global ordinals, as float32 rows."""
         idx = np.asarray(ordinals, dtype=np.int64)
         out = np.zeros((len(idx), self.dim), dtype=np.float32)
-        for s, at in self.owners(idx):
-            shard, offset = self.shards[s], int(self.offsets[s])
-            for j in at.tolist():
-                out[j] = shard.embedding(int(idx[j]) - offset)
+        for s, at in self.owners(idx):  # one call per shard holding any (one remote call)
+            out[at] = self.shards[s].embeddings(idx[at] - self.offsets[s])
         return out
 
     def live_ordinals(self) -> np.ndarray:

@@ -120,6 +120,11 @@ class FileShard(FileView):
         """The source_uri of each of these ordinals (no text decoded)."""
         return self._store.source_uris_of(idx)
 
+    def embeddings(self, idx: np.ndarray) -> np.ndarray:
+        """The rows of these ordinals as stored, dequantized to float32."""
+        at = np.asarray(idx, dtype=np.int64)
+        return self._c.matrix.rows(at).reshape(len(at), self.dim)
+
     def live_ordinals(self) -> np.ndarray:
         """The ordinals of the chunks that count, ascending (a catalog may delete some)."""
         return np.arange(self.n_chunks) if self._live is None else self._live

@@ -108,6 +108,9 @@ class Shard(Protocol):
 
     def source_uris(self, idx: np.ndarray) -> list[str]: ...
 
+    def embeddings(self, idx: np.ndarray) -> np.ndarray:
+        """The stored vectors of these ordinals, float32 rows (one call for them all)."""
+
     def live_ordinals(self) -> np.ndarray:
         """The ordinals of the chunks that count, ascending (a catalog may delete some)."""
 

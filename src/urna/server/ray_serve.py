@@ -126,6 +126,9 @@ class ShardServer:
     def embedding(self, i: int) -> np.ndarray:
         return self.shard.embedding(i)
 
+    def embeddings(self, idx: np.ndarray) -> np.ndarray:
+        return self.shard.embeddings(idx)
+
     def cite(self, citation: str) -> Chunk:
         return self.shard.cite(citation)
 
@@ -206,6 +209,10 @@ class RemoteShard:
 
     def source_uris(self, idx: np.ndarray) -> list[str]:
         result: list[str] = self._handle.source_uris.remote(idx).result()
+        return result
+
+    def embeddings(self, idx: np.ndarray) -> np.ndarray:
+        result: np.ndarray = self._handle.embeddings.remote(idx).result()
         return result
 
     def live_ordinals(self) -> np.ndarray:
