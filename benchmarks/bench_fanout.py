@@ -83,7 +83,7 @@ def main() -> None:
             print(f"  the core's choice for these shards: {choice}")
             for name, (fn, inputs) in cases.items():
                 base = per_query(lambda x, fn=fn: fn(one, x), inputs) * 1000
-                parts = [f"  {name:<7} one file {base:7.3f} ms  4 shards:"]
+                parts = [f"  {name:<7} one file {base:7.3f} ms  {args.shards} shards:"]
                 for policy in ("always", "never", "auto"):
                     searcher.threads = policy
                     ms = per_query(lambda x, fn=fn: fn(col, x), inputs) * 1000
