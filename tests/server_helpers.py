@@ -143,8 +143,8 @@ def assert_same_answer(a: Any, b: Any, tolerance: float = 1e-6, where: str = "")
         assert isinstance(b, dict) and list(a) == list(b), (where, a, b)
         for key in a:
             assert_same_answer(a[key], b[key], tolerance, f"{where}.{key}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), (where, a, b)
+    elif isinstance(a, list | tuple):  # a (status, body) pair too: its floats are scores
+        assert isinstance(b, list | tuple) and len(a) == len(b), (where, a, b)
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             assert_same_answer(x, y, tolerance, f"{where}[{i}]")
     else:
