@@ -12,7 +12,8 @@ p50/p99 latency and failures. /api/health is the HTTP stack's ceiling.
 ``--embedders`` serves the same file three times, one query embedder each, and loads
 /v1/search (hybrid: one query embedding per request): sentence-transformers in float32
 (before issue 11), sentence-transformers under bfloat16 autocast, and the numpy encoder
-(now; ``URNA_FAST_QUERY``).
+(now; ``URNA_FAST_QUERY``), each with the query cache off (it would answer the six
+repeated queries from memory).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def by_embedder(corpus: Path, clients: int, seconds: float) -> None:
     print(f"/v1/search hybrid, {clients} clients, {seconds:.0f} s each, loopback, 2 cores")
     print(f"{'query embedder':<40} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for name, env in EMBEDDERS.items():
-        server, port = start(corpus, env)
+        server, port = start(corpus, {**env, "URNA_QUERY_CACHE": "0"})  # the embedder, each time
         try:
             load(port, paths, 2, 2.0)  # load the model
             r = load(port, paths, clients, seconds)
