@@ -194,14 +194,8 @@ def _build(
     max_tokens = model_window(spec, embedder)
     chunker = chunker_version(max_tokens, spec.overlap_tokens)
     summary = CollectionSummary(output=folder, model=embedder.name, shards=shards)
-    recipe_hash = recipe(
-        spec,
-        embedder.model_hash,
-        chunker,
-        folder,
-        arithmetic(embedder.precision, device_of(embedder)),
-        embedder.batching,
-    )
+    arith = arithmetic(embedder.precision, device_of(embedder))
+    recipe_hash = recipe(spec, embedder.model_hash, chunker, folder, arith, embedder.batching)
     target = Target(spec, folder, embedder, max_tokens, recipe_hash, use_cache=not rebuild)
     old, old_version = _previous(folder, rebuild)
     same_layout = old is not None and len(old.shards) == shards and old.n_buckets == N_BUCKETS
