@@ -33,14 +33,17 @@ def test_a_gpu_torch_does_not_see_is_a_clear_error(
 
     if device == "cuda" and torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    monkeypatch.delenv(DEVICE_VARIABLE, raising=False)
+    monkeypatch.setenv(DEVICE_VARIABLE, "auto")  # restored after: --device sets it
     args = [str(DOCS), "-o", str(tmp_path / "x.urna")] if verb == "build" else [str(tmp_path)]
     message = assert_error(run(verb, *args, "--device", device), f"{device} requested")
     assert "torch sees no" in message
     assert not (tmp_path / "x.urna").exists()
 
 
-def test_an_unknown_device_is_a_usage_error(tmp_path: Path) -> None:
+def test_an_unknown_device_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DEVICE_VARIABLE, "auto")
     result = run("build", str(DOCS), "-o", str(tmp_path / "x.urna"), "--device", "gpu")
     assert result.exit_code == 2 and "'gpu' is not one of" in result.stderr
 
