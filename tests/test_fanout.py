@@ -13,33 +13,8 @@ import pytest
 
 import urna
 from tests.conftest import run
+from tests.test_where import WORDS
 from urna import Query
-
-WORDS = (
-    "search",
-    "index",
-    "vector",
-    "citation",
-    "shard",
-    "filter",
-    "python",
-    "ranking",
-    "metadata",
-    "corpus",
-    "query",
-    "token",
-    "model",
-    "embedding",
-    "graph",
-    "span",
-    "fusion",
-    "calibrated",
-    "reciprocal",
-    "exact",
-    "bytes",
-    "source",
-    "hash",
-)
 
 
 @pytest.fixture(scope="module")
