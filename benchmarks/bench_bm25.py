@@ -115,7 +115,8 @@ def chunked(folder: Path, queries: list[str], repeat: int) -> None:
 
     import urna
     from urna.evaluate.run import default_output, run_eval
-    from urna.index.bm25 import BM25Index, build_payload
+    from urna.index.bm25 import BM25Index
+    from urna.index.bm25_build import build_payload
     from urna.index.topk import top_k
     from urna.ingest.context import CONTEXT_RECIPE, bm25_texts
 

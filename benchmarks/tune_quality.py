@@ -4,7 +4,7 @@ Everything runs through the product's own code over the files ``urna eval`` buil
 (reused from the cache folder, built when missing):
 
 * **Text** (``--part text``): the BM25 index is rebuilt in memory from each file's
-  stored chunk texts by ``index.bm25.build_payload`` under each recipe (tokenizer
+  stored chunk texts by ``index.bm25_build.build_payload`` under each recipe (tokenizer
   version 2 or 3, queries with or without version 3's longer stop list, chunks alone
   or with their neighbours at 1/m, k1), and each query's top 100 chunks rank the
   documents by their best chunk, as ``urna eval`` does. RM3 (Anserini's defaults: 10
@@ -87,7 +87,8 @@ def ndcg(docs: list[str], ordinals: list[int], judged: dict[str, int]) -> float:
 
 
 def text_table(collection: Any, corpus: Any) -> dict[str, float]:
-    from urna.index.bm25 import BM25Index, build_payload, positive_top
+    from urna.index.bm25 import BM25Index, positive_top
+    from urna.index.bm25_build import build_payload
     from urna.index.tokenize import TOKENIZER_V2, TOKENIZER_VERSION, tokenizer_for
 
     docs, texts, uris = documents(corpus)

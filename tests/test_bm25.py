@@ -12,7 +12,8 @@ import pytest
 import urna
 from tests.conftest import PLACEHOLDER, SHARED, assert_error, run
 from tests.forge import put_together, take_apart
-from urna.index.bm25 import BM25Index, build_payload
+from urna.index.bm25 import BM25Index
+from urna.index.bm25_build import build_payload
 from urna.index.tokenize import (
     TOKENIZER_V1,
     TOKENIZER_V2,

@@ -26,7 +26,7 @@ from urna.format.reader import Container
 from urna.format.spaces import MAX_SPACES, Space, encode_space_table
 from urna.format.writer import SectionPayload, write_container
 from urna.index.bm25 import CONTEXT_DIVISOR
-from urna.index.bm25 import build_payload as build_bm25
+from urna.index.bm25_build import build_payload as build_bm25
 from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import cache_dir
+from urna.embed.base import cache_dir, count_with
 from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.model_hash import model_files, model_hash
 from urna.embed.numpy_bert import NumpyBert, why_unsupported
@@ -272,8 +272,7 @@ class FastQueryEmbedder:
         return tok
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        encoded = self._counter.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encoded]
+        return count_with(self._counter, texts)
 
     def load(self) -> None:
         _ = self._encoder.weights

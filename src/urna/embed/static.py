@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import cache_dir, quiet_hub_logging, unit_rows
+from urna.embed.base import cache_dir, count_with, quiet_hub_logging, unit_rows
 from urna.embed.hub import MINILM, bundled_minilm, hub_snapshot
 from urna.embed.model_hash import model_hash
 from urna.errors import ModelError, missing_extra
@@ -134,8 +134,7 @@ class StaticEmbedder:
         return tok
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encoded]
+        return count_with(self._tokenizer, texts)
 
     def load(self) -> None:
         """Load the weights now (otherwise the first embed does)."""

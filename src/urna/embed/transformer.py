@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.embed.base import THREADS_VARIABLE, Embedder, quiet_hub_logging, unit_rows
+from urna.embed.base import THREADS_VARIABLE, Embedder, count_with, quiet_hub_logging, unit_rows
 from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.batching import ROWS, batches, filled
 from urna.embed.device import asked_device, resolved_device
@@ -81,8 +81,7 @@ class TransformerEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if self._tokenizer is not None:
-            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-            return [len(e.ids) for e in encoded]
+            return count_with(self._tokenizer, texts)
         tok = self._model.tokenizer
         return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import struct
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,11 +39,9 @@ from urna.format.layout import SectionId, section_label
 from urna.format.reader import Container
 from urna.format.sections import U32, StringTable
 from urna.index.tokenize import (
-    TOKENIZER_VERSION,
     TOKENIZERS,
     Tokenizer,
     query_tokenizer_for,
-    tokenizer_for,
 )
 from urna.index.topk import top_k
 
@@ -63,88 +60,6 @@ def _bad(message: str) -> FormatError:
 
 def _pad8(size: int) -> int:
     return -size % 8
-
-
-def build_payload(
-    documents: Sequence[str],
-    *,
-    k1: float = K1,
-    b: float = B,
-    tokenizer: str = TOKENIZER_VERSION,
-    sources: Sequence[object] | None = None,
-    divisor: int = 0,
-) -> bytes:
-    """The 0x08 payload for these chunk texts (in file order), tokenized by ``tokenizer``.
-    With ``divisor`` m >= 1 (version 2), each chunk also holds its neighbours of the same
-    source (``sources``: one key per chunk) at weight 1/m."""
-    tokenize = tokenizer_for(tokenizer)
-    if tokenize is None:
-        raise ValueError(f"unknown tokenizer {tokenizer!r}")
-    if divisor and (sources is None or len(sources) != len(documents)):
-        raise ValueError("a context divisor needs one source key per document")
-    n = len(documents)
-    own: list[Counter[str]] = [Counter(tokenize(text)) for text in documents]
-    lengths = np.array([sum(c.values()) for c in own], dtype=np.int64)
-    postings: dict[str, dict[int, int]] = {}
-    if divisor:
-        assert sources is not None
-        units, lengths = _in_context(own, lengths, sources, divisor)
-    else:
-        units = own
-    for doc, counts in enumerate(units):
-        for token, count in counts.items():
-            postings.setdefault(token, {})[doc] = count
-    scale = float(divisor or 1)
-    real = lengths.astype(np.float64) / scale
-    avgdl = float(real.mean()) if n else 0.0
-    vocab = sorted(postings, key=lambda t: t.encode("utf-8"))
-    indptr = np.zeros(len(vocab) + 1, dtype=np.uint64)
-    ids_parts, weight_parts = [], []
-    norm = k1 * (1 - b + b * real / (avgdl or 1.0))
-    for i, term in enumerate(vocab):
-        row = postings[term]
-        docs = np.fromiter(sorted(row), dtype=np.uint32, count=len(row))
-        tf = np.array([row[d] for d in docs.tolist()], dtype=np.float64) / scale
-        weight = idf(n, len(docs))
-        ids_parts.append(docs)
-        weight_parts.append((weight * tf / (tf + norm[docs])).astype(np.float32))
-        indptr[i + 1] = indptr[i] + len(docs)
-    doc_ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.uint32)
-    weights = np.concatenate(weight_parts) if weight_parts else np.empty(0, np.float32)
-    name = tokenizer.encode("utf-8")
-    head = _HEAD.pack(2 if divisor else 1, len(vocab), n, k1, b, avgdl, divisor)
-    parts = [head, U32.pack(len(name)), name]
-    for term in vocab:
-        raw = term.encode("utf-8")
-        parts.append(U32.pack(len(raw)))
-        parts.append(raw)
-    size = sum(len(p) for p in parts)
-    parts.append(b"\0" * _pad8(size))
-    parts += [
-        indptr.astype("<u8").tobytes(),
-        doc_ids.astype("<u4").tobytes(),
-        weights.astype("<f4").tobytes(),
-        lengths.astype("<u4").tobytes(),
-    ]
-    return b"".join(parts)
-
-
-def _in_context(
-    own: list[Counter[str]], lengths: np.ndarray, sources: Sequence[object], m: int
-) -> tuple[list[Counter[str]], np.ndarray]:
-    """Each chunk's frequencies and length in units of 1/m: m x its own, plus those of its
-    neighbours in the same source."""
-    n = len(own)
-    units: list[Counter[str]] = []
-    out = lengths * m
-    for i in range(n):
-        counts = Counter({t: m * c for t, c in own[i].items()})
-        for j in (i - 1, i + 1):
-            if 0 <= j < n and sources[j] == sources[i]:
-                counts.update(own[j])
-                out[i] += lengths[j]
-        units.append(counts)
-    return units, out
 
 
 @dataclass(frozen=True)

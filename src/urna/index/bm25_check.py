@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from urna.errors import FormatError
-from urna.index.bm25 import WHERE, BM25Index, build_payload
+from urna.index.bm25 import WHERE, BM25Index
+from urna.index.bm25_build import build_payload
 
 
 def _bad(message: str) -> FormatError:
