@@ -6,6 +6,7 @@ BLAS and usearch release the GIL) and merges in the one order of ``search/order.
 
 - exact vectors: each shard's exact top k, merged by score;
 - HNSW, graph and space: each shard's own ranked answer (reranked exactly there), merged;
+  HNSW walks each of n > 4 graphs at a smaller ef (``shard_ef``);
 - BM25 in two rounds over several shards: each reports its document count, total length and
   the query terms' document frequencies, then every shard scores with the combined
   statistics (as Elasticsearch's dfs_query_then_fetch does), so a collection scores as one
@@ -18,6 +19,7 @@ per shard. The result carries the query's terms as the file's tokenizer reads th
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -138,7 +140,8 @@ class Searcher:
             hits = self.make_hits(idx, scores, HitSpec("exact"))
             return SearchResult("exact", 1.0, k, searched, _ms(t0), hits)
         if query.method == "ann":
-            parts = self.each(lambda s: s.ann_top(q, k, ef, kept))
+            each_ef = shard_ef(ef, k, len(self.shards))
+            parts = self.each(lambda s: s.ann_top(q, k, each_ef, kept))
         else:
             parts = self.each(lambda s: s.graph_top(q, k, hops, ef, kept))
         return self._ranked(parts, k, searched, t0)
@@ -318,6 +321,16 @@ class Searcher:
             for j, hit in zip(at.tolist(), made, strict=True):
                 out[j] = replace(hit, rank=j + 1, ordinal=int(idx[j]))
         return [h for h in out if h is not None]
+
+
+def shard_ef(ef: int, k: int, n_shards: int) -> int:
+    """The ef each of ``n_shards`` HNSW graphs is walked with for a query's ``ef``:
+    2 ef / sqrt(n), at least k and at most ef (so up to 4 shards walk at ef). Each graph
+    holds 1/n of the chunks and need find only its share of the k best. Measured with
+    16 shards at 1,000,000 chunks, ef 100 (benchmarks/bench_million.py): recall@10 0.884
+    against the one file's 0.875 (ef / sqrt(n): 0.823), in 0.63x the time of 16 walks at
+    ef 100."""
+    return min(ef, max(k, math.ceil(2 * ef / math.sqrt(n_shards))))
 
 
 def _ms(t0: float) -> float:
