@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import urna
 from tests.conftest import PLACEHOLDER, SHARED, assert_error, run
 from tests.forge import put_together, take_apart
-from urna.index.bm25 import BM25Index
+from urna.index.bm25 import K1, BM25Index, idf
 from urna.index.bm25_build import build_payload
 from urna.index.tokenize import (
     TOKENIZER_V1,
@@ -69,6 +71,46 @@ def test_a_chunk_is_indexed_with_its_neighbours_at_half_weight() -> None:
     assert alone.divisor == 0 and alone.scores(["queen"]).tolist()[1:] == [0, 0, 0]
     with pytest.raises(ValueError, match="one source key per document"):
         build_payload(texts, divisor=2)
+
+
+WORDS = ["queen", "bee", "hive", "swarm", "honey", "wax", "the", "bees"]
+DOCS = st.lists(
+    st.tuples(st.lists(st.sampled_from(WORDS), max_size=6), st.sampled_from("abc")),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(DOCS, st.sampled_from([0, 2, 4]))
+def test_every_stored_weight_is_the_formula_of_its_chunk(
+    docs: list[tuple[list[str], str]], m: int
+) -> None:
+    """The flat-array build against the formula, written out chunk by chunk."""
+    texts = [" ".join(words) for words, _ in docs]
+    sources = [source for _, source in docs]
+    index = BM25Index(memoryview(build_payload(texts, sources=sources, divisor=m)), len(docs))
+    own = [tokenize(t) for t in texts]
+    units = []  # each chunk's term counts and length in units of 1/m (m = 0: its own)
+    for i, tokens in enumerate(own):
+        near = [j for j in (i - 1, i + 1) if m and 0 <= j < len(own) and sources[j] == sources[i]]
+        counts = {t: (m or 1) * tokens.count(t) for t in set(tokens)}
+        for j in near:
+            for t in own[j]:
+                counts[t] = counts.get(t, 0) + 1
+        units.append((counts, (m or 1) * len(tokens) + sum(len(own[j]) for j in near)))
+    assert index.doc_len.tolist() == [length for _, length in units]
+    scale = float(m or 1)
+    avgdl = float(np.mean([length / scale for _, length in units]))
+    for term in {t for tokens in own for t in tokens}:
+        df = sum(term in counts for counts, _ in units)
+        expected = np.zeros(len(docs), dtype=np.float32)
+        for i, (counts, length) in enumerate(units):
+            if term in counts:
+                tf = counts[term] / scale
+                norm = K1 * (1 - 0.75 + 0.75 * (length / scale) / (avgdl or 1.0))
+                expected[i] = np.float32(idf(len(docs), df) * tf / (tf + norm))
+        assert index.scores([term]).tolist() == expected.tolist(), term
 
 
 def test_a_file_keeps_the_tokenizer_it_was_built_with(tmp_path: Path) -> None:
