@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from urna.embed.query import (
     fast_path_for,
 )
 from urna.errors import ModelError, missing_extra
+
+_PASSES = threading.Lock()  # embed_in calls, one at a time (they set torch's thread count)
 
 
 class TransformerEmbedder:
@@ -158,7 +162,8 @@ class TransformerEmbedder:
         pads = {"input_ids": tok.pad_token_id or 0, "token_type_ids": 0, "attention_mask": 0}
         left = getattr(tok, "padding_side", "right") == "left"
         ids = encoded["input_ids"]
-        for length, rows in batches([len(row) for row in ids], window, ROWS):
+
+        def one_pass(length: int, rows: list[int]) -> None:
             features = {}
             for key in keys:
                 block = np.full((ROWS, length), pads[key], dtype=np.int64)
@@ -172,6 +177,24 @@ class TransformerEmbedder:
             with torch.inference_mode(), _autocast(precision, self.device):
                 vectors = model(features)["sentence_embedding"]
             out[rows] = vectors.float().cpu().numpy()[: len(rows)]
+
+        # Each pass on one thread, passes side by side on the threads torch was given: a
+        # matrix library splits one product over threads by their count (oneDNN on an
+        # AVX-512 Xeon gave other bits at 1 and 2 threads), one pass per thread never does.
+        # The thread count is torch's, process-wide: one call at a time sets and restores it.
+        work = list(batches([len(row) for row in ids], window, ROWS))
+        with _PASSES:
+            workers = torch.get_num_threads() if self.device == "cpu" else 1
+            torch.set_num_threads(1)
+            try:
+                if workers > 1 and len(work) > 1:
+                    with ThreadPoolExecutor(min(workers, len(work)), "urna-embed") as pool:
+                        list(pool.map(lambda job: one_pass(*job), work))
+                else:
+                    for length, rows in work:
+                        one_pass(length, rows)
+            finally:
+                torch.set_num_threads(workers)
         return unit_rows(out)
 
 
