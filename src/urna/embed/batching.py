@@ -13,10 +13,11 @@ blockings and thread splits from a product's shape: OpenBLAS on an AVX2 EPYC giv
 other bits in a pass over 20 texts than alone, and on one CI machine a 4-shard
 collection's vectors differed from one file's, batches of 1 to 32 rows having passed the
 batch test there. With one shape per length, nothing in a pass depends on how many texts
-share it, so a text's vector is a function of (model, precision, text): the cache may
-serve it, and a file, a collection, ``--jobs`` and Ray embed the same bits
-(``tests/test_batching.py`` checks batchmates, row counts, thread counts and processes
-on every run). On 2 cores, 512 scifact abstracts in float32 took 42 s in batches of 32
+share it; and each pass runs on one thread (``embed/transformer.py``: oneDNN on an AVX-512
+Xeon split a product by the thread count), so a text's vector is a function of (model,
+precision, text): the cache may serve it, and a file, a collection, ``--jobs`` and Ray
+embed the same bits (``tests/test_batching.py`` checks batchmates, row counts, thread
+counts and processes on every run). On 2 cores, 512 scifact abstracts in float32 took 42 s in batches of 32
 rows, 34 s in batches of 8 and 37 s in passes of exactly 8 (filled), 43 s one at a time.
 """
 
