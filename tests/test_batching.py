@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import needs_models
+from tests.conftest import BF16_PRECISIONS, needs_models
 from urna.embed import batching
 from urna.embed.hub import MINILM, bundled_minilm
 from urna.embed.numpy_bert import NumpyBert
@@ -34,7 +34,7 @@ WORDS = [
     "model",
     "data",
 ]
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = BF16_PRECISIONS
 
 
 def texts(n: int = 40, seed: int = 0) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import urna
-from tests.conftest import needs_models, run
+from tests.conftest import bf16_computes, needs_models, run
 from urna.embed.hub import MINILM, bundled_minilm
 from urna.embed.precision import (
     CPU_BF16_VARIABLE,
@@ -53,6 +53,7 @@ def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch: pytest.MonkeyPatch)
 
 
 @needs_models
+@bf16_computes
 def test_bf16_and_float32_rank_the_quickstart_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
