@@ -323,7 +323,8 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
     for i in range(10):
         (folder / f"n{i}.md").write_text(text_of(i))
     data = tmp_path / "data"
-    proc, port = start_watch("notes", folder, data, 0.1)
+    log = (tmp_path / "server.log").open("w")
+    proc, port = start_watch("notes", folder, data, 0.1, stderr=log)
     base = f"http://127.0.0.1:{port}"
     answers: list[set[str]] = []
     failures: list[object] = []
@@ -375,7 +376,10 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
                 break
             time.sleep(0.1)
         else:
-            pytest.fail("the last change never became searchable")
+            said = [line for line in (tmp_path / "server.log").read_text().splitlines()
+                    if not line.startswith("GET ")]
+            pytest.fail("the last change never became searchable; the server said:\n"
+                        + "\n".join(said[-30:]))
         stop.set()
         for c in clients:
             c.join(timeout=30)
@@ -383,6 +387,7 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
         stop.set()
         proc.terminate()
         proc.wait(timeout=20)
+        log.close()
     assert failures == [] and len(answers) > 50
     versions = [{e.content_hash for e in read_catalog(data / "notes")[0].files}] + [
         {e.content_hash for e in c.files}
