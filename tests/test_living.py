@@ -376,10 +376,15 @@ def test_watch_under_load_answers_from_one_version(tmp_path: Path) -> None:
                 break
             time.sleep(0.1)
         else:
-            said = [line for line in (tmp_path / "server.log").read_text().splitlines()
-                    if not line.startswith("GET ")]
-            pytest.fail("the last change never became searchable; the server said:\n"
-                        + "\n".join(said[-30:]))
+            said = [
+                line
+                for line in (tmp_path / "server.log").read_text().splitlines()
+                if not line.startswith("GET ")
+            ]
+            pytest.fail(
+                "the last change never became searchable; the server said:\n"
+                + "\n".join(said[-30:])
+            )
         stop.set()
         for c in clients:
             c.join(timeout=30)

@@ -18,7 +18,7 @@ from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.target import existing_shards, recorded_options
 from urna.build.write import DTYPES, build
 from urna.cli import render
-from urna.cli.common import device_option, out
+from urna.cli.common import device_option, out, precision_option
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
 
@@ -125,6 +125,7 @@ SPEC_OPTIONS = (
     help="Stage lines on stderr (default: when stderr is a terminal).",
 )
 @device_option
+@precision_option
 def build_cmd(
     inputs: tuple[Path, ...],
     output: Path | None,

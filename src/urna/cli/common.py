@@ -16,6 +16,7 @@ import urna
 from urna import library
 from urna.cli import render
 from urna.embed.device import DEVICE_VARIABLE, DEVICES, GPUS, resolved_device
+from urna.embed.precision import PRECISION_VARIABLE, PRECISIONS
 from urna.errors import missing_extra
 from urna.search.fusion import FUSIONS
 from urna.search.protocol import Searchable
@@ -160,6 +161,23 @@ device_option = click.option(
     callback=_chosen_device,
     help="Where the transformer embeds: auto (a GPU torch sees, else the CPU; the default), "
     "cpu, cuda or mps.",
+)
+
+
+def _chosen_precision(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Set the process's embedding precision (``embed/precision.py``)."""
+    if value is not None:
+        os.environ[PRECISION_VARIABLE] = value
+
+
+precision_option = click.option(
+    "--precision",
+    type=click.Choice(("auto", *PRECISIONS)),
+    default=None,
+    expose_value=False,
+    callback=_chosen_precision,
+    help="The transformer's arithmetic: auto (bfloat16 on a CPU with native bf16, else "
+    "float32; the default), float32, bfloat16, or int8 (ONNX Runtime, quantized weights).",
 )
 k_option = hits_option("k", "--k")
 json_option = click.option(

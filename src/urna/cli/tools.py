@@ -17,6 +17,7 @@ from urna.cli.common import (
     library_paths,
     open_corpus,
     out,
+    precision_option,
     served_paths,
 )
 from urna.evaluate.latency import run_benchmark
@@ -52,6 +53,7 @@ from urna.evaluate.run import run_eval
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--progress/--quiet", default=None, help="Stage lines on stderr.")
+@precision_option
 def eval_cmd(
     folder: Path,
     model: str,
@@ -146,6 +148,7 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
 @click.option("--quiet", is_flag=True, help="No access log line per request.")
 @click.option("--log-json", is_flag=True, help="Every log line as one JSON object.")
 @device_option
+@precision_option
 def serve(
     paths: tuple[Path, ...],
     names: tuple[str, ...],

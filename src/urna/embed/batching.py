@@ -17,8 +17,9 @@ share it; and each pass runs on one thread (``embed/transformer.py``: oneDNN on 
 Xeon split a product by the thread count), so a text's vector is a function of (model,
 precision, text): the cache may serve it, and a file, a collection, ``--jobs`` and Ray
 embed the same bits (``tests/test_batching.py`` checks batchmates, row counts, thread
-counts and processes on every run). On 2 cores, 512 scifact abstracts in float32 took 42 s in batches of 32
-rows, 34 s in batches of 8 and 37 s in passes of exactly 8 (filled), 43 s one at a time.
+counts and processes on every run). On 2 cores, 512 scifact abstracts in float32 took 42 s
+in batches of 32 rows, 34 s in batches of 8 and 37 s in passes of exactly 8 (filled), 43 s
+one at a time.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from collections.abc import Iterator, Sequence
 BUCKET = 16
 ROWS = 8
 RECIPE = f"urna-length-buckets/2 bucket={BUCKET} rows={ROWS}"
-RECIPES = (f"urna-length-buckets/1 bucket={BUCKET}", RECIPE)  # /1: files of December 2026
+ONE_ROW = f"urna-length-buckets/2 bucket={BUCKET} rows=1"  # int8: a pass per text (embed/int8.py)
+RECIPES = (f"urna-length-buckets/1 bucket={BUCKET}", RECIPE, ONE_ROW)  # /1: December 2026
 
 
 def padded_length(tokens: int, window: int) -> int:

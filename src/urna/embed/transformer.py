@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from urna.embed.base import THREADS_VARIABLE, Embedder, count_with, quiet_hub_logging, unit_rows
+from urna.embed.batching import ONE_ROW, ROWS, batches, filled
 from urna.embed.batching import RECIPE as BATCHING
-from urna.embed.batching import ROWS, batches, filled
 from urna.embed.device import asked_device, resolved_device
 from urna.embed.hub import hub_snapshot
 from urna.embed.precision import chosen_precision
@@ -91,9 +91,13 @@ class TransformerEmbedder:
 
     @cached_property
     def device(self) -> str:
-        """The torch device it runs on (``embed/device.py``): cpu, cuda or mps."""
+        """The torch device it runs on (``embed/device.py``): cpu, cuda or mps. int8 runs on
+        the CPU (ONNX Runtime), so a GPU asked for with it is an error."""
         asked = asked_device()
-        if asked == "cpu":
+        if self.precision == "int8" and asked in ("cuda", "mps"):
+            raise ModelError(f"int8 embedding runs on the CPU (ONNX Runtime), not {asked}: "
+                             "use --device cpu (or auto), or another --precision")  # fmt: skip
+        if asked == "cpu" or self.precision == "int8":
             return "cpu"
         try:
             import torch
@@ -134,13 +138,30 @@ class TransformerEmbedder:
 
     def load(self) -> None:
         """Load the weights now (otherwise the first embed does)."""
-        _ = self._model
+        _ = self._int8.session if self.precision == "int8" else self._model
 
     @cached_property
     def precision(self) -> str:
         return chosen_precision()
 
-    batching = BATCHING
+    @property
+    def batching(self) -> str:
+        return ONE_ROW if self.precision == "int8" else BATCHING
+
+    @cached_property
+    def _int8(self) -> Any:
+        from urna.embed.int8 import Int8Encoder
+
+        if self._folder is None or not (self._folder / "tokenizer.json").is_file():
+            raise ModelError(f"int8 embedding needs a local model folder with tokenizer.json: "
+                             f"{self._source}")  # fmt: skip
+        return Int8Encoder(
+            self._folder,
+            self.model_hash,
+            self.max_tokens + 2,
+            torch_model=lambda: self._model[0].auto_model,
+            reference=lambda texts: self.embed_in(texts, "float32"),
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_in(texts, self.precision)
@@ -152,6 +173,8 @@ class TransformerEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        if precision == "int8":
+            return np.asarray(self._int8.embed(texts), dtype=np.float32)
         model = self._model  # first: a missing extra is reported by the loader
         import torch
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -11,6 +12,7 @@ from urna.build.collection import build_collection
 from urna.build.run import Report, run_build
 from urna.build.spec import BuildSpec, Source
 from urna.embed.base import cache_dir
+from urna.embed.precision import PRECISION_VARIABLE
 from urna.embed.registry import canonical, resolve
 from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
@@ -53,6 +55,9 @@ class EvalReport:
 def default_output(folder: Path, model: str, shards: int | None = None) -> Path:
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", canonical(model)).strip("-")
     name = f"{folder.resolve().name}-{slug}"
+    asked = os.environ.get(PRECISION_VARIABLE, "auto").strip().lower()
+    if asked not in ("", "auto"):  # --precision: its own file, never the default's
+        name += f"-{asked}"
     return cache_dir() / "eval" / (f"{name}-{shards}shards" if shards else f"{name}.urna")
 
 
