@@ -38,6 +38,20 @@ def exact_top_k(
     if fast is not None:
         return fast
     q = np.asarray(query, dtype=np.float32)
+    candidates, _, _ = scanned(matrix, q, k, allowed)
+    scores = row_scores(matrix, candidates, q)
+    best = top_k(scores, k)
+    return candidates[best], scores[best]
+
+
+def scanned(
+    matrix: Matrix, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The float32 scan's choice: (ordinals ascending, their approximate scores, the bound)
+    of every row (among ``allowed``) whose ``row_scores`` could be among the k best, each
+    approximate score within the bound of it. A collection merges these across shards
+    before scoring any row exactly (``search/core.py``)."""
+    q = np.asarray(query, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         if allowed is None:
             rows, approx = None, matrix.dot(q)
@@ -45,11 +59,9 @@ def exact_top_k(
             rows, approx = allowed, matrix.rows(allowed) @ q
         else:
             rows, approx = allowed, matrix.dot(q)[allowed]
-    picked = within_bound(approx, k, scan_bound(matrix, q))
-    candidates = picked if rows is None else rows[picked]
-    scores = row_scores(matrix, candidates, q)
-    best = top_k(scores, k)
-    return candidates[best], scores[best]
+    bound = scan_bound(matrix, q)
+    picked = within_bound(approx, k, bound)
+    return (picked if rows is None else rows[picked]), approx[picked], bound
 
 
 def scan_bound(matrix: Matrix, q: np.ndarray) -> float:

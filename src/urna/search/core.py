@@ -36,6 +36,7 @@ from urna.errors import QueryError
 from urna.index.bm25 import TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
+from urna.index.topk import top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
 from urna.search.query import check_k, check_positive, prepare
@@ -253,11 +254,43 @@ class Searcher:
     # --- each method's candidates, merged ----------------------------------------
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
+        if len(self.shards) > 1 and not self.remote:
+            found = self._scanned_top(q, depth, kept)
+            if found is not None:
+                return found
         # A local exact scan is BLAS's, on every core already: threads only add contention.
         parts = self.each(lambda s: s.vector_top(q, depth, kept), threads=self.remote)
         if len(parts) == 1:
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)
+
+    def _scanned_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair | None:
+        """The exact top ``depth`` of local float32 shards with one exact scoring pass: each
+        shard's scan proposes rows with approximate scores within its bound b; a row can be
+        among the best only if its score a + b reaches the depth-th best of every a - b, so
+        only those rows are scored exactly (a shard alone scores its own depth best). The
+        same answer as merging each shard's exact top, at the fixed cost of one. None where
+        a shard cannot (quantized, remote, or a non-finite score): the per-shard path."""
+        scans = [getattr(s, "vector_scan", None) for s in self.shards]
+        if any(scan is None for scan in scans):
+            return None
+        parts = [scan(q, depth, kept) for scan in scans]  # type: ignore[misc]
+        if any(p is None for p in parts):
+            return None
+        lows = []
+        for _, approx, bound in parts:
+            if not (math.isfinite(bound) and np.isfinite(approx).all()):
+                return None
+            lows.append(approx - bound)
+        low = np.concatenate(lows)
+        floor = -np.inf if len(low) <= depth else np.partition(low, len(low) - depth)[-depth]
+        pairs = []
+        for s, (rows, approx, bound) in enumerate(parts):
+            keep = rows[approx + bound >= floor]
+            scores = self.shards[s].row_scores(keep, q)  # type: ignore[attr-defined]
+            best = top_k(scores, depth)
+            pairs.append((keep[best] + self.offsets[s], scores[best]))
+        return merge_top(pairs, depth, self.source_uris)
 
     def text_top(
         self, tokens: list[str], depth: int, kept: Filter | None, threads: bool = True

@@ -24,12 +24,14 @@ import numpy as np
 
 from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
+from urna.format.layout import Encoding
 from urna.format.reader import Container
 from urna.index.bm25 import load_bm25, positive_top
 from urna.index.bm25_global import GlobalScorer, TermStats
-from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top
+from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanned
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
+from urna.index.rowscore import row_scores
 from urna.search.chunks import Chunk, ChunkStore
 from urna.search.cite import Citation, check_source, parse_citation
 from urna.search.derived import audit_derived
@@ -176,6 +178,20 @@ class FileShard(FileView):
         """The exact top ``depth`` for a prepared query, among the chunks kept."""
         matrix = self._c.matrix
         return exact_top_k(matrix, q, min(depth, matrix.n), self.filtered(kept))
+
+    def vector_scan(
+        self, q: np.ndarray, depth: int, kept: Filter | None
+    ) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The float32 scan's candidates for the top ``depth`` (``index/exact.py``'s
+        ``scanned``), not yet scored exactly; None for a quantized matrix (its own kernels)."""
+        matrix = self._c.matrix
+        if matrix.encoding != Encoding.RAW:
+            return None
+        return scanned(matrix, q, min(depth, matrix.n), self.filtered(kept))
+
+    def row_scores(self, ordinals: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``row_scores`` of these chunks (ascending ordinals): the exact path's scores."""
+        return row_scores(self._c.matrix, ordinals, q)
 
     def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
         """HNSW candidates (at least max(ef, k)) reranked by exact cosine; exact without HNSW
