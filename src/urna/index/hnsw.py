@@ -104,10 +104,18 @@ class HNSWIndex:
     def candidates(self, query: np.ndarray, count: int, ef: int | None = None) -> np.ndarray:
         """Ordinals of up to ``count`` approximate nearest chunks (the int8 graph proposes,
         the caller reranks by exact cosine)."""
+        return self.nearest(query, count, ef)[0]
+
+    def nearest(
+        self, query: np.ndarray, count: int, ef: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``candidates`` with the graph's own distances (nearest first)."""
         self._index.expansion_search = max(ef or self.default_ef, count)
         found = self._index.search(np.asarray(query, dtype=np.float32), count)
         keys = np.asarray(found.keys, dtype=np.int64)
-        return keys[(keys >= 0) & (keys < len(self._index))]
+        distances = np.asarray(found.distances, dtype=np.float32).reshape(-1)[: len(keys)]
+        ok = (keys >= 0) & (keys < len(self._index))
+        return keys[ok], distances[ok]
 
     def neighbours(
         self, matrix: np.ndarray, top_m: int, ordinals: np.ndarray | None = None

@@ -42,7 +42,7 @@ from urna.search.merge import merge_top
 from urna.search.query import check_k, check_positive, prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
-from urna.search.shard import HitSpec, Pair, Ranking, Shard
+from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, Shard
 from urna.search.text import has_words, rank, route
 
 T = TypeVar("T")
@@ -142,10 +142,39 @@ class Searcher:
             return SearchResult("exact", 1.0, k, searched, _ms(t0), hits)
         if query.method == "ann":
             each_ef = shard_ef(ef, k, len(self.shards))
-            parts = self.each(lambda s: s.ann_top(q, k, each_ef, kept))
+            parts = self._walked(q, k, ef, each_ef, kept) or self.each(
+                lambda s: s.ann_top(q, k, each_ef, kept)
+            )
         else:
             parts = self.each(lambda s: s.graph_top(q, k, hops, ef, kept))
         return self._ranked(parts, k, searched, t0)
+
+    def _walked(
+        self, q: np.ndarray, k: int, ef: int, each_ef: int, kept: Filter | None
+    ) -> list[Ranking] | None:
+        """HNSW over several local shards with one rerank: each graph is walked (in threads
+        when they pay), their candidates pooled and the 2 max(ef, k) nearest by the graphs'
+        distances reranked exactly, as one file reranks its own; a shard with nothing
+        pooled answers nothing. None where a shard cannot (remote, no graph, a filter, an
+        untrusted graph): each shard's own ``ann_top``."""
+        walks = [getattr(s, "ann_candidates", None) for s in self.shards]
+        if len(self.shards) == 1 or self.remote or any(w is None for w in walks):
+            return None
+        found = self.each(
+            lambda s: s.ann_candidates(q, k, each_ef, kept),  # type: ignore[attr-defined]
+            threads=True,
+        )
+        if any(f is None for f in found):
+            return None
+        pools = [f for f in found if f is not None]
+        distances = np.concatenate([d for _, d in pools])
+        starts = np.cumsum([0] + [len(c) for c, _ in pools])
+        chosen = np.sort(np.argsort(distances, kind="stable")[: RERANK_FACTOR * max(ef, k)])
+        out = []
+        for i, (candidates, _) in enumerate(pools):
+            mine = chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
+            out.append(self.shards[i].reranked(candidates[mine], q, k))  # type: ignore[attr-defined]
+        return out
 
     def _space(self, query: Query, k: int, kept: Filter | None, searched: int) -> SearchResult:
         t0 = time.perf_counter()

@@ -42,10 +42,8 @@ from urna.search.info import FileView
 from urna.search.metadata import FieldColumns
 from urna.search.query import prepare
 from urna.search.result import Hit
-from urna.search.shard import HitSpec, Pair, Ranking, ShardFacts
+from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, ShardFacts
 from urna.search.where import Schema
-
-RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
 
 
 class FileShard(FileView):
@@ -196,20 +194,36 @@ class FileShard(FileView):
     def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
         """HNSW candidates (at least max(ef, k)) reranked by exact cosine; exact without HNSW
         or with a filter (a filtered search is exact over the chunks the filter keeps)."""
-        if self._hnsw is None or kept is not None:
+        found = self.ann_candidates(q, k, ef, kept)
+        if found is None:
             return Ranking(*self.vector_top(q, k, kept), "exact")
+        return self.reranked(found[0], q, k)
+
+    def ann_candidates(
+        self, q: np.ndarray, k: int, ef: int, kept: Filter | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The graph's candidates for a query, live ones only, with its distances (nearest
+        first); None where this shard answers exactly instead: no graph, a filter, or a
+        graph that cannot offer k candidates (a forged or cut one, or one whose chunks
+        deletions took)."""
+        if self._hnsw is None or kept is not None:
+            return None
         # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
         wanted = min(RERANK_FACTOR * max(ef, k) + self.facts.deleted, self.n_chunks)
-        candidates = self._hnsw.candidates(q, wanted, wanted)
+        candidates, distances = self._hnsw.nearest(q, wanted, wanted)
         if len(np.unique(candidates)) < min(k, self.n_chunks):
-            # A sound graph always offers k candidates; one that cannot (a forged or cut
-            # graph) is not trusted with this query: the exact answer instead.
-            return Ranking(*self.vector_top(q, k, None), "exact")
-        candidates = self._alive(candidates)
+            return None
+        if self._dead is not None:
+            alive = ~self._dead[candidates]
+            candidates, distances = candidates[alive], distances[alive]
         if len(np.unique(candidates)) < min(k, self.facts.live):
-            return Ranking(*self.vector_top(q, k, None), "exact")  # deletions took too many
-        # Full precision when the file keeps a copy (0x09), else stored precision.
-        idx, scores = rerank_top(self._rerank, candidates, q, k)
+            return None
+        return candidates, distances
+
+    def reranked(self, candidates: np.ndarray, q: np.ndarray, k: int) -> Ranking:
+        """The k best of graph candidates by exact cosine: over the full-precision copy when
+        the file keeps one (0x09), else the stored precision."""
+        idx, scores = rerank_top(self._rerank, np.unique(candidates), q, k)
         return Ranking(idx, scores, "hnsw", precision=self._rerank.dtype)
 
     def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:

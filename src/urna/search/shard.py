@@ -26,6 +26,9 @@ from urna.search.where import Schema
 Pair = tuple[np.ndarray, np.ndarray]
 
 
+RERANK_FACTOR = 2  # HNSW candidates reranked per query: this times max(ef, k) (measured)
+
+
 @dataclass(frozen=True)
 class ShardFacts:
     name: str
