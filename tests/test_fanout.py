@@ -122,3 +122,26 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
                 s.close()
 
     check()
+
+
+def test_hnsw_over_shards_reranks_one_pool(collection: Path) -> None:
+    """Each shard's graph proposes, the pooled 2 max(ef, k) nearest are reranked once: the
+    answer is HNSW's (not a fall back to exact), each chunk finds itself first, and the
+    hits agree with the exact top as closely as a file's own HNSW does."""
+    with urna.open(collection) as corpus:
+        searcher = corpus._searcher
+        vectors = [corpus.embedding(i * 3) for i in range(30)]
+        for v in vectors[:3]:  # the pooled path runs (each shard's own ann_top is not called)
+            assert searcher._walked(v, 10, 100, 50, None) is not None
+        agree = 0
+        for i, v in enumerate(vectors):
+            ann = corpus.run(Query(vector=v, k=10, method="ann"))
+            exact = corpus.run(Query(vector=v, k=10, method="exact"))
+            assert ann.index_type == "hnsw" and ann.hits[0].ordinal == i * 3
+            scores = {h.chunk_id: h.score for h in exact.hits}
+            for hit in ann.hits:  # a reranked hit's score is the exact path's bits
+                assert hit.chunk_id not in scores or hit.score == scores[hit.chunk_id]
+            agree += len({h.chunk_id for h in ann.hits} & set(scores))
+        assert agree >= 0.95 * 10 * len(vectors)
+        filtered = corpus.run(Query(vector=vectors[0], k=5, method="ann", where={"team": "red"}))
+        assert filtered.index_type == "exact"  # a filter: exact over what it keeps

@@ -15,6 +15,7 @@ import numpy as np
 from urna.index.bm25 import BM25Index, idf
 
 TF_CACHE_TERMS = 200_000  # recovered tf arrays a GlobalScorer keeps
+WEIGHT_CACHE_TERMS = 4_096  # weight arrays under one collection's statistics it keeps
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,11 @@ class GlobalScorer:
         self.total_length = int(index.doc_len.sum(dtype=np.int64)) / index.scale
         self.avgdl = self.total_length / index.n_docs if index.n_docs else 0.0
         self._tfs: dict[int, np.ndarray] = {}
+        # A collection's statistics change only with its version: the length normalization
+        # and each term's weights under them are kept, so a query pays per shard what one
+        # file pays (a lookup and an add per posting), not the float64 weighing again.
+        self._norm: tuple[float, np.ndarray] | None = None
+        self._weights: dict[int, tuple[tuple[int, int, float], np.ndarray]] = {}
 
     def stats(
         self,
@@ -116,18 +122,31 @@ class GlobalScorer:
         index = self.index
         out = np.zeros(index.n_docs, dtype=np.float32)
         avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
-        norm_all: np.ndarray | None = None
         for token, count in Counter(tokens).items():
             i = index.term_index.get(token)
             if i is None:
                 continue
-            if norm_all is None:  # the global length normalization of every document, once
-                norm_all = self.k1 * (1 - self.b + self.b * self.lengths / (avgdl_g or 1.0))
             start, end = int(index.indptr[i]), int(index.indptr[i + 1])
             docs = index.doc_ids[start:end]
-            tf = self._tf(i)
             df = stats.df.get(token, end - start)
-            weight = idf(stats.n_docs, df)
-            weights = (weight * tf / (tf + norm_all[docs])).astype(np.float32)
+            weights = self._weighed(i, (stats.n_docs, df, avgdl_g))
             out[docs] += weights if count == 1 else weights * np.float32(count)
         return out
+
+    def _weighed(self, i: int, key: tuple[int, int, float]) -> np.ndarray:
+        """Term i's posting weights with a collection's (documents, df, average length)."""
+        kept = self._weights.get(i)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        n_docs, df, avgdl_g = key
+        norm = self._norm
+        if norm is None or norm[0] != avgdl_g:  # every document's normalization, once
+            lengths = self.k1 * (1 - self.b + self.b * self.lengths / (avgdl_g or 1.0))
+            norm = self._norm = (avgdl_g, lengths)
+        start, end = int(self.index.indptr[i]), int(self.index.indptr[i + 1])
+        tf = self._tf(i)
+        weight = idf(n_docs, df)
+        weights = (weight * tf / (tf + norm[1][self.index.doc_ids[start:end]])).astype(np.float32)
+        if kept is not None or len(self._weights) < WEIGHT_CACHE_TERMS:
+            self._weights[i] = (key, weights)
+        return weights
