@@ -60,7 +60,7 @@ def test_parallel_threads_answer_as_one_after_another(collection: Path) -> None:
 
 
 def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Path) -> None:
-    """The core scores rows exactly once for all local float32 shards (``_scanned_top``):
+    """The core scores rows exactly once for all local float32 shards (``search/pooled.py``):
     the same ordinals and score bits as each shard's exact top merged, on rows with
     duplicates, near-ties and clusters, with and without a where-filter."""
     import numpy as np
@@ -102,9 +102,7 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
                 }
                 for i, row in enumerate(rows)
             ]
-            urna.build(
-                path, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="demo/1"
-            )
+            urna.build(path, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="demo/1")
             paths.append(path)
         shards = [open_shard(p) for p in paths]
         searcher = Searcher(shards)
@@ -128,11 +126,13 @@ def test_hnsw_over_shards_reranks_one_pool(collection: Path) -> None:
     """Each shard's graph proposes, the pooled 2 max(ef, k) nearest are reranked once: the
     answer is HNSW's (not a fall back to exact), each chunk finds itself first, and the
     hits agree with the exact top as closely as a file's own HNSW does."""
+    from urna.search.pooled import pooled_walk
+
     with urna.open(collection) as corpus:
         searcher = corpus._searcher
         vectors = [corpus.embedding(i * 3) for i in range(30)]
         for v in vectors[:3]:  # the pooled path runs (each shard's own ann_top is not called)
-            assert searcher._walked(v, 10, 100, 50, None) is not None
+            assert pooled_walk(searcher, v, 10, 100, 50, None) is not None
         agree = 0
         for i, v in enumerate(vectors):
             ann = corpus.run(Query(vector=v, k=10, method="ann"))

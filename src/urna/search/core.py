@@ -36,13 +36,13 @@ from urna.errors import QueryError
 from urna.index.bm25 import TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
-from urna.index.topk import top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
+from urna.search.pooled import one_exact_pass, pooled_walk
 from urna.search.query import check_k, check_positive, prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
-from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, Shard
+from urna.search.shard import HitSpec, Pair, Ranking, Shard
 from urna.search.text import has_words, rank, route
 
 T = TypeVar("T")
@@ -87,10 +87,14 @@ class Searcher:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def each(self, call: Callable[[Shard], T], *, threads: bool = True) -> list[T]:
+    def each(
+        self, call: Callable[[Shard], T], *, threads: bool = True, pays: bool | None = None
+    ) -> list[T]:
         """``call`` on every shard, in shard order: in parallel threads when there are
-        several, ``threads`` allows it and the shards are worth it (``parallel``)."""
-        chosen = {"always": True, "never": False}.get(self.threads, threads and self.parallel)
+        several, ``threads`` allows it and the shards are worth it (``pays``, by default
+        ``parallel``)."""
+        worth = self.parallel if pays is None else pays
+        chosen = {"always": True, "never": False}.get(self.threads, threads and worth)
         if self._pool is None or not chosen:
             return [call(s) for s in self.shards]
         return list(self._pool.map(call, self.shards))
@@ -142,39 +146,12 @@ class Searcher:
             return SearchResult("exact", 1.0, k, searched, _ms(t0), hits)
         if query.method == "ann":
             each_ef = shard_ef(ef, k, len(self.shards))
-            parts = self._walked(q, k, ef, each_ef, kept) or self.each(
+            parts = pooled_walk(self, q, k, ef, each_ef, kept) or self.each(
                 lambda s: s.ann_top(q, k, each_ef, kept)
             )
         else:
             parts = self.each(lambda s: s.graph_top(q, k, hops, ef, kept))
         return self._ranked(parts, k, searched, t0)
-
-    def _walked(
-        self, q: np.ndarray, k: int, ef: int, each_ef: int, kept: Filter | None
-    ) -> list[Ranking] | None:
-        """HNSW over several local shards with one rerank: each graph is walked (in threads
-        when they pay), their candidates pooled and the 2 max(ef, k) nearest by the graphs'
-        distances reranked exactly, as one file reranks its own; a shard with nothing
-        pooled answers nothing. None where a shard cannot (remote, no graph, a filter, an
-        untrusted graph): each shard's own ``ann_top``."""
-        walks = [getattr(s, "ann_candidates", None) for s in self.shards]
-        if len(self.shards) == 1 or self.remote or any(w is None for w in walks):
-            return None
-        found = self.each(
-            lambda s: s.ann_candidates(q, k, each_ef, kept),  # type: ignore[attr-defined]
-            threads=True,
-        )
-        if any(f is None for f in found):
-            return None
-        pools = [f for f in found if f is not None]
-        distances = np.concatenate([d for _, d in pools])
-        starts = np.cumsum([0] + [len(c) for c, _ in pools])
-        chosen = np.sort(np.argsort(distances, kind="stable")[: RERANK_FACTOR * max(ef, k)])
-        out = []
-        for i, (candidates, _) in enumerate(pools):
-            mine = chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
-            out.append(self.shards[i].reranked(candidates[mine], q, k))  # type: ignore[attr-defined]
-        return out
 
     def _space(self, query: Query, k: int, kept: Filter | None, searched: int) -> SearchResult:
         t0 = time.perf_counter()
@@ -284,7 +261,7 @@ class Searcher:
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
         if len(self.shards) > 1 and not self.remote:
-            found = self._scanned_top(q, depth, kept)
+            found = one_exact_pass(self, q, depth, kept)
             if found is not None:
                 return found
         # A local exact scan is BLAS's, on every core already: threads only add contention.
@@ -292,34 +269,6 @@ class Searcher:
         if len(parts) == 1:
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)
-
-    def _scanned_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair | None:
-        """The exact top ``depth`` of local float32 shards with one exact scoring pass: each
-        shard's scan proposes rows with approximate scores within its bound b; a row can be
-        among the best only if its score a + b reaches the depth-th best of every a - b, so
-        only those rows are scored exactly (a shard alone scores its own depth best). The
-        same answer as merging each shard's exact top, at the fixed cost of one. None where
-        a shard cannot (quantized, remote, or a non-finite score): the per-shard path."""
-        scans = [getattr(s, "vector_scan", None) for s in self.shards]
-        if any(scan is None for scan in scans):
-            return None
-        parts = [scan(q, depth, kept) for scan in scans]  # type: ignore[misc]
-        if any(p is None for p in parts):
-            return None
-        lows = []
-        for _, approx, bound in parts:
-            if not (math.isfinite(bound) and np.isfinite(approx).all()):
-                return None
-            lows.append(approx - bound)
-        low = np.concatenate(lows)
-        floor = -np.inf if len(low) <= depth else np.partition(low, len(low) - depth)[-depth]
-        pairs = []
-        for s, (rows, approx, bound) in enumerate(parts):
-            keep = rows[approx + bound >= floor]
-            scores = self.shards[s].row_scores(keep, q)  # type: ignore[attr-defined]
-            best = top_k(scores, depth)
-            pairs.append((keep[best] + self.offsets[s], scores[best]))
-        return merge_top(pairs, depth, self.source_uris)
 
     def text_top(
         self, tokens: list[str], depth: int, kept: Filter | None, threads: bool = True

@@ -1,0 +1,105 @@
+"""A collection's local shards asked as one: the fixed costs of a vector query paid once.
+
+Asked one by one, each of n shards scores its own k best exactly and each reranks its own
+HNSW candidates, so a query pays n exact passes and n reranks where one file pays one.
+Here the shards only propose, and the core decides once:
+
+- ``one_exact_pass``: each float32 shard's scan proposes rows with approximate scores a,
+  each within its scan's proven bound b of the exact score (``index/exact.py``). A row
+  can be among the best only if a + b reaches the depth-th best of every a - b, so only
+  those rows are scored exactly. The answer is, bit for bit, the merge of each shard's
+  exact top (``tests/test_fanout.py`` checks it under hypothesis).
+- ``pooled_walk``: each shard's graph is walked (in threads where they pay), the
+  candidates pooled, and the 2 max(ef, k) nearest by the graphs' own distances reranked
+  exactly, as one file reranks its own 2 max(ef, k).
+
+Each returns None where a shard cannot take part (remote, quantized, no graph, a filter on
+HNSW, an untrusted graph, a non-finite score): the core then asks each shard alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from urna.index.topk import top_k
+from urna.search.filters import Filter
+from urna.search.merge import merge_top
+from urna.search.shard import RERANK_FACTOR, Pair, Ranking, Shard
+
+
+class Searcher(Protocol):
+    """What of the core (``search/core.py``) this module uses."""
+
+    shards: list[Shard]
+    offsets: np.ndarray
+    remote: bool
+    parallel: bool
+
+    def source_uris(self, ordinals: np.ndarray) -> list[str]: ...
+
+    def each(
+        self, call: Callable[[Shard], Any], *, threads: bool = True, pays: bool | None = None
+    ) -> Sequence[Any]: ...
+
+
+# HNSW walks are short and release the GIL: threads paid from 100,000 chunks in 16 shards
+# (4.8 against 6.4 ms a query, bench_fanout.py --docs 100000 --shards 16).
+WALK_PARALLEL_MIN = 50_000
+
+
+def one_exact_pass(
+    searcher: Searcher, q: np.ndarray, depth: int, kept: Filter | None
+) -> Pair | None:
+    """The exact top ``depth`` of local float32 shards, scoring exactly only the rows that
+    can reach it (a shard alone keeps its own depth best of those)."""
+    shards = searcher.shards
+    if any(getattr(s, "vector_scan", None) is None for s in shards):
+        return None
+    parts = [s.vector_scan(q, depth, kept) for s in shards]  # type: ignore[attr-defined]
+    if any(p is None for p in parts):
+        return None
+    lows = []
+    for _, approx, bound in parts:
+        if not (math.isfinite(bound) and np.isfinite(approx).all()):
+            return None
+        lows.append(approx - bound)
+    low = np.concatenate(lows)
+    floor = -np.inf if len(low) <= depth else np.partition(low, len(low) - depth)[-depth]
+    pairs = []
+    for s, (rows, approx, bound) in enumerate(parts):
+        keep = rows[approx + bound >= floor]
+        scores = shards[s].row_scores(keep, q)  # type: ignore[attr-defined]
+        best = top_k(scores, depth)
+        pairs.append((keep[best] + searcher.offsets[s], scores[best]))
+    return merge_top(pairs, depth, searcher.source_uris)
+
+
+def pooled_walk(
+    searcher: Searcher, q: np.ndarray, k: int, ef: int, each_ef: int, kept: Filter | None
+) -> list[Ranking] | None:
+    """Each shard's ranked part of the pooled HNSW answer (a shard with nothing among the
+    pooled nearest answers nothing), or None."""
+    shards = searcher.shards
+    if len(shards) == 1 or searcher.remote:
+        return None
+    if any(getattr(s, "ann_candidates", None) is None for s in shards):
+        return None
+    found = searcher.each(
+        lambda s: s.ann_candidates(q, k, each_ef, kept),  # type: ignore[attr-defined]
+        pays=searcher.parallel or int(searcher.offsets[-1]) >= WALK_PARALLEL_MIN,
+    )
+    pools = [f for f in found if f is not None]
+    if len(pools) < len(found):
+        return None
+    distances = np.concatenate([d for _, d in pools])
+    starts = np.cumsum([0] + [len(c) for c, _ in pools])
+    chosen = np.sort(np.argsort(distances, kind="stable")[: RERANK_FACTOR * max(ef, k)])
+    out = []
+    for i, (candidates, _) in enumerate(pools):
+        mine = chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
+        out.append(shards[i].reranked(candidates[mine], q, k))  # type: ignore[attr-defined]
+    return out
