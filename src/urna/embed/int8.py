@@ -53,7 +53,7 @@ from urna.embed.numpy_bert import why_unsupported
 from urna.embed.query import PROBES, compare, shipped_reference
 from urna.errors import ModelError, missing_extra
 
-EXPORT = "urna-onnx-int8/1 opset=17 per-channel constant-weights"
+EXPORT = "urna-onnx-int8/2 opset=17 eager-attention per-channel constant-weights"
 MIN_COSINE = 0.98  # an export whose probe vectors fall below this is broken, not just int8
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _BUILDING = threading.Lock()  # one export at a time in a process
@@ -76,7 +76,8 @@ def workers() -> int:
 
 class Int8Encoder:
     """One model folder's int8 encoder. ``torch_model`` gives the loaded transformers model
-    (``BertModel``) when an export is needed; it is not called when the cache has one."""
+    (``BertModel``, in eval mode) when an export is needed; it is not called when the cache
+    has one."""
 
     def __init__(
         self,
