@@ -29,6 +29,13 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _precision_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--precision`` sets URNA_EMBED_PRECISION for the process: put it back after each test
+    (a later test's subprocesses would otherwise embed in int8)."""
+    monkeypatch.delenv(PRECISION_VARIABLE, raising=False)
+
+
 @pytest.fixture(scope="module")
 def model() -> TransformerEmbedder:
     return TransformerEmbedder(MINILM, bundled_minilm())
@@ -108,3 +115,39 @@ def test_int8_is_a_cpu_path_and_says_what_it_needs(
         fresh.embed(["bees"])
     bad = run("build", str(QUICKSTART), "-o", str(tmp_path / "x.urna"), "--precision", "int4")
     assert bad.exit_code == 2 and "int4" in bad.stderr
+
+
+def test_int8_after_usearch_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    """ONNX Runtime loaded after usearch crashes the process: with URNA_EMBED_PRECISION=int8
+    set first, urna loads it before usearch and the int8 path runs; asked for only after a
+    file was opened, it is one clear error."""
+    import os
+    import subprocess
+
+    out = tmp_path / "q.urna"
+    assert run("build", str(QUICKSTART), "-o", str(out), "--precision", "float32").exit_code == 0
+    code = (
+        "import os, sys, urna\n"
+        "from urna.embed.transformer import TransformerEmbedder\n"
+        "from urna.embed.hub import MINILM, bundled_minilm\n"
+        "corpus = urna.open(sys.argv[1])\n"
+        "assert corpus.has_ann_index and 'usearch.compiled' in sys.modules\n"
+        "os.environ['URNA_EMBED_PRECISION'] = 'int8'\n"
+        "try:\n"
+        "    print(TransformerEmbedder(MINILM, bundled_minilm()).embed(['bees']).shape)\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    for early in (True, False):
+        env = {k: v for k, v in os.environ.items() if k != PRECISION_VARIABLE}
+        if early:
+            env[PRECISION_VARIABLE] = "int8"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(out)], capture_output=True, text=True, env=env,
+            timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        if early:
+            assert done.stdout.strip() == "(1, 384)"
+        else:
+            assert "ModelError int8 embedding cannot start" in done.stdout

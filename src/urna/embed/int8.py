@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -139,8 +140,8 @@ class Int8Encoder:
         why = why_unsupported(self.folder)
         if why:
             raise ModelError(f"int8 embedding supports BERT models with mean pooling; {why}")
+        _onnxruntime()
         try:
-            import onnxruntime  # noqa: F401
             from onnxruntime.quantization import QuantType, quantize_dynamic
         except ImportError:
             raise missing_extra("onnxruntime", "int8") from None
@@ -236,13 +237,28 @@ def _embed(session: Any, tokenizer: Any, window: int, texts: Sequence[str]) -> n
     return (matrix / norms).astype(np.float32)
 
 
+def _onnxruntime() -> Any:
+    """The onnxruntime module, or one clear error: not installed, or not loadable in this
+    process because usearch was loaded first (the two crash together in that order:
+    ``index/hnsw.py`` loads ONNX Runtime first when ``URNA_EMBED_PRECISION=int8`` is set
+    before urna opens or builds an index)."""
+    if "onnxruntime" not in sys.modules and "usearch.compiled" in sys.modules:
+        raise ModelError(
+            "int8 embedding cannot start in a process that has already loaded usearch "
+            "(ONNX Runtime would crash it): set URNA_EMBED_PRECISION=int8 (or pass "
+            "--precision int8) before opening or building a file"
+        )
+    try:
+        import onnxruntime
+    except ImportError:
+        raise missing_extra("onnxruntime", "int8") from None
+    return onnxruntime
+
+
 def _open(path: Path) -> Any:
     """An ONNX Runtime session on one thread (one pass, one thread: no split of a product
     to change a bit)."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise missing_extra("onnxruntime", "int8") from None
+    ort = _onnxruntime()
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1

@@ -267,7 +267,7 @@ class Float32Query:
         return self._model.count_tokens(texts)
 
     def load(self) -> None:
-        self._model.load()
+        _ = self._model._model  # the float32 torch model, whatever the build precision
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._model.embed_in(texts, "float32")

@@ -9,6 +9,8 @@ score is the exact cosine recomputed from the stored vectors.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import struct
 from typing import Any
 
@@ -38,11 +40,23 @@ def _bad(message: str) -> FormatError:
 
 
 def _usearch() -> Any:
+    _onnxruntime_first()
     try:
         from usearch.index import Index
     except ImportError:
         raise missing_extra("usearch", "") from None
     return Index
+
+
+def _onnxruntime_first() -> None:
+    """In a process that embeds in int8 (``URNA_EMBED_PRECISION=int8``, ``embed/int8.py``),
+    load ONNX Runtime before usearch: loaded after usearch 2.26, its library crashes the
+    process (a segmentation fault at import, seen on Linux x86-64). Other processes never
+    load it (it takes 0.13 s)."""
+    if os.environ.get("URNA_EMBED_PRECISION", "").strip().lower() != "int8":
+        return
+    with contextlib.suppress(ImportError):  # the int8 path says so itself
+        import onnxruntime  # noqa: F401
 
 
 def build_payload(matrix: np.ndarray, *, connectivity: int = CONNECTIVITY) -> bytes:
