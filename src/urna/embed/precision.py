@@ -7,7 +7,7 @@ float32. The precision is part of what a file records (``embed_precision``) and 
 embedding cache's key; the model gate stays on the model's identity.
 
 ``int8`` is a named choice, never ``auto``'s: the weights quantized to int8 and run by ONNX
-Runtime (``embed/int8.py``), about twice as fast as bfloat16 here, at a cosine of about 0.995
+Runtime (``embed/int8.py``), about 1.7x as fast as bfloat16 here, at a cosine of about 0.995
 to float32 (below the 0.999 a default must keep).
 
 ``URNA_EMBED_PRECISION`` (``urna build --precision``): ``auto`` (default), ``float32``,
