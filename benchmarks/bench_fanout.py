@@ -1,7 +1,7 @@
 """A collection's fan-out: the same documents as one file and as a 4-shard collection, the
 shards asked one after another and in parallel threads (the default), per query path.
 
-    python benchmarks/bench_fanout.py [--docs 40000] [--shards 4] [--queries 50]
+    python benchmarks/bench_fanout.py [--docs 40000] [--shards 4] [--queries 50] [--rounds 5]
 
 Documents are generated (a few sentences each) and embedded with the static model
 (minilm-static), so the build takes seconds. Ratios are against the one file.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=40_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5, help="Interleaved rounds per path.")
     args = parser.parse_args()
     rng = random.Random(1)
     texts = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(args.queries)]
@@ -82,11 +84,21 @@ def main() -> None:
             choice = "threads" if searcher.parallel else "one after another"
             print(f"  the core's choice for these shards: {choice}")
             for name, (fn, inputs) in cases.items():
-                base = per_query(lambda x, fn=fn: fn(one, x), inputs) * 1000
+                # Rounds interleave the file and each policy, so a slow minute of a shared
+                # machine falls on all of them; each figure is the median of its rounds.
+                times: dict[str, list[float]] = {}
+                for _ in range(args.rounds):
+                    searcher.threads = "auto"
+                    for label in ("one", "always", "never", "auto"):
+                        target = one if label == "one" else col
+                        if label != "one":
+                            searcher.threads = label
+                        ms = per_query(lambda x, fn=fn, t=target: fn(t, x), inputs) * 1000
+                        times.setdefault(label, []).append(ms)
+                base = statistics.median(times["one"])
                 parts = [f"  {name:<7} one file {base:7.3f} ms  {args.shards} shards:"]
                 for policy in ("always", "never", "auto"):
-                    searcher.threads = policy
-                    ms = per_query(lambda x, fn=fn: fn(col, x), inputs) * 1000
+                    ms = statistics.median(times[policy])
                     parts.append(f"{policy} {ms:7.3f} ms ({ms / base:4.2f}x)")
                 print("  ".join(parts))
 
