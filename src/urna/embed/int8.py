@@ -149,8 +149,11 @@ class Int8Encoder:
             import torch
         except ImportError:
             raise missing_extra("torch (to export the model once)", "embed") from None
-        self.home.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".export-", dir=self.home.parent))
+        try:
+            self.home.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=".export-", dir=self.home.parent))
+        except OSError as exc:
+            raise ModelError(f"cannot write the int8 export in {self.home.parent}: {exc}") from None
         try:
             model = self._torch_model()
             plain, quantized = work / "model.onnx", work / "model.int8.onnx"
@@ -200,9 +203,13 @@ class Int8Encoder:
                 )
             old = self.home.with_name(self.home.name + ".old")
             shutil.rmtree(old, ignore_errors=True)
-            if self.home.exists():
-                self.home.rename(old)
-            work.rename(self.home)  # the model and its record appear together
+            try:
+                if self.home.exists():
+                    self.home.rename(old)
+                work.rename(self.home)  # the model and its record appear together
+            except OSError as exc:  # another process published one meanwhile: use it if sound
+                if self._vouched() is None:
+                    raise ModelError(f"cannot keep the int8 export in {self.home}: {exc}") from None
             shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
