@@ -15,7 +15,7 @@ import numpy as np
 from urna.index.bm25 import BM25Index, idf
 
 TF_CACHE_TERMS = 200_000  # recovered tf arrays a GlobalScorer keeps
-WEIGHT_CACHE_TERMS = 4_096  # weight arrays under one collection's statistics it keeps
+WEIGHT_CACHE_BYTES = 64 << 20  # weight arrays under a collection's statistics it keeps
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class GlobalScorer:
         # file pays (a lookup and an add per posting), not the float64 weighing again.
         self._norm: tuple[float, np.ndarray] | None = None
         self._weights: dict[int, tuple[tuple[int, int, float], np.ndarray]] = {}
+        self._weight_bytes = 0  # bounded by bytes: a common term's postings can be millions
 
     def stats(
         self,
@@ -147,6 +148,9 @@ class GlobalScorer:
         tf = self._tf(i)
         weight = idf(n_docs, df)
         weights = (weight * tf / (tf + norm[1][self.index.doc_ids[start:end]])).astype(np.float32)
-        if kept is not None or len(self._weights) < WEIGHT_CACHE_TERMS:
+        if kept is not None:
+            self._weights[i] = (key, weights)  # the same postings: the same size
+        elif self._weight_bytes + weights.nbytes <= WEIGHT_CACHE_BYTES:
             self._weights[i] = (key, weights)
+            self._weight_bytes += weights.nbytes
         return weights
