@@ -122,6 +122,73 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
     check()
 
 
+def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Path) -> None:
+    """The core scores BM25 into one array for all local shards (``search/pooled.py``): the
+    same ordinals and score bits as each shard's own top merged, on texts of a few words
+    (many equal scores, sources spread over shards), with deleted chunks."""
+    import numpy as np
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.conftest import PLACEHOLDER
+    from urna.index.bm25_global import TermStats
+    from urna.search.core import Searcher
+    from urna.search.corpus import open_shard
+    from urna.search.merge import merge_top
+    from urna.search.pooled import one_text_pass
+
+    built = iter(range(10**6))
+    vocab = ["alpha", "beta", "gamma", "delta"]
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        seed=st.integers(0, 2**31),
+        sizes=st.lists(st.integers(1, 30), min_size=2, max_size=5),
+        depth=st.integers(1, 40),
+        deleted=st.booleans(),
+    )
+    def check(seed: int, sizes: list[int], depth: int, deleted: bool) -> None:
+        rng = random.Random(seed)
+        paths = []
+        for size in sizes:
+            path = tmp_path / f"t{next(built)}.urna"
+            chunks = [
+                {
+                    "text": " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 3))),
+                    "source_uri": f"doc{rng.randint(0, 9)}.txt",
+                    "byte_start": i * 4,
+                    "byte_end": i * 4 + 2,
+                    "embedding": [rng.random() + 0.1 for _ in range(4)],
+                }
+                for i in range(size)
+            ]
+            chunks.sort(key=lambda c: (c["source_uri"], c["byte_start"]))
+            urna.build(
+                path, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="demo/1",
+                bm25=True,
+            )  # fmt: skip
+            paths.append(path)
+        shards = [open_shard(p) for p in paths]
+        if deleted:  # the first chunk of every other shard, as a catalog's deletion
+            shards = [s.retired([(0, 1)]) if i % 2 else s for i, s in enumerate(shards)]
+        searcher = Searcher(shards)
+        try:
+            tokens = searcher.tokenize(" ".join(rng.sample(vocab, 2)))
+            stats = TermStats.combine([s.term_stats(tokens) for s in shards])
+            ours = one_text_pass(searcher, tokens, stats, depth, None, False)
+            assert ours is not None
+            parts = [s.text_top(tokens, stats, depth, None) for s in shards]
+            theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
+            assert ours[0].tolist() == theirs[0].tolist()
+            assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
+        finally:
+            searcher.close()
+            for s in shards:
+                s.close()
+
+    check()
+
+
 def test_hnsw_over_shards_reranks_one_pool(collection: Path) -> None:
     """Each shard's graph proposes, the pooled 2 max(ef, k) nearest are reranked once: the
     answer is HNSW's (not a fall back to exact), each chunk finds itself first, and the

@@ -119,9 +119,14 @@ class GlobalScorer:
                 self._tfs[i] = found
         return found
 
-    def scores(self, tokens: Sequence[str], stats: TermStats) -> np.ndarray:
+    def scores(
+        self, tokens: Sequence[str], stats: TermStats, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Every document's score under ``stats``, added into ``out`` (zeros of n_docs
+        float32, by default new ones): a collection's shards fill one array."""
         index = self.index
-        out = np.zeros(index.n_docs, dtype=np.float32)
+        if out is None:
+            out = np.zeros(index.n_docs, dtype=np.float32)
         avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
         for token, count in Counter(tokens).items():
             i = index.term_index.get(token)

@@ -38,7 +38,7 @@ from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
-from urna.search.pooled import one_exact_pass, pooled_walk
+from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
 from urna.search.query import check_k, check_positive, prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
@@ -146,9 +146,10 @@ class Searcher:
             return SearchResult("exact", 1.0, k, searched, _ms(t0), hits)
         if query.method == "ann":
             each_ef = shard_ef(ef, k, len(self.shards))
-            parts = pooled_walk(self, q, k, ef, each_ef, kept) or self.each(
-                lambda s: s.ann_top(q, k, each_ef, kept)
-            )
+            pooled = pooled_walk(self, q, k, ef, each_ef, kept)
+            if pooled is not None:  # already over global ordinals, ranked
+                return self._ranked([pooled], k, searched, t0)
+            parts = self.each(lambda s: s.ann_top(q, k, each_ef, kept))
         else:
             parts = self.each(lambda s: s.graph_top(q, k, hops, ef, kept))
         return self._ranked(parts, k, searched, t0)
@@ -166,7 +167,8 @@ class Searcher:
         return replace(self._ranked(parts, k, searched, t0), space=space)
 
     def _ranked(self, parts: list[Ranking], k: int, searched: int, t0: float) -> SearchResult:
-        """Each shard's own ranked answer, merged; exact when every shard ran exact."""
+        """Each shard's own ranked answer, merged (one part: the answer, its ordinals
+        global); exact when every shard ran exact."""
         ran = [p for p in parts if p.index_type != "exact"] or parts
         index_type, precision, model = ran[0].index_type, ran[0].precision, ran[0].model
         reranked = index_type in ("hnsw", "graph")
@@ -275,11 +277,17 @@ class Searcher:
     ) -> TextHits:
         stats = TermStats.combine(self.each(lambda s: s.term_stats(tokens), threads=threads))
         shared = stats if len(self.shards) > 1 else None  # one shard: its own weights
-        parts = self.each(lambda s: s.text_top(tokens, shared, depth, kept), threads=threads)
-        if len(parts) == 1:
-            idx, scores = parts[0]
+        found = None
+        if shared is not None and not self.remote:
+            found = one_text_pass(self, tokens, shared, depth, kept, threads)
+        if found is not None:
+            idx, scores = found
         else:
-            idx, scores = merge_top(self._global(parts), depth, self.source_uris)
+            parts = self.each(lambda s: s.text_top(tokens, shared, depth, kept), threads=threads)
+            if len(parts) == 1:
+                idx, scores = parts[0]
+            else:
+                idx, scores = merge_top(self._global(parts), depth, self.source_uris)
         return TextHits(idx, scores, tokens, stats.idf_sum(tokens))
 
     def _global(self, parts: Sequence[Pair]) -> list[Pair]:

@@ -32,6 +32,7 @@ from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanne
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
 from urna.index.rowscore import row_scores
+from urna.index.topk import top_k
 from urna.search.chunks import Chunk, ChunkStore
 from urna.search.cite import Citation, check_source, parse_citation
 from urna.search.derived import audit_derived
@@ -197,15 +198,16 @@ class FileShard(FileView):
         found = self.ann_candidates(q, k, ef, kept)
         if found is None:
             return Ranking(*self.vector_top(q, k, kept), "exact")
-        return self.reranked(found[0], q, k)
+        (rows, scores), precision = self.rerank_scores(found[0], q)
+        best = top_k(scores, k)  # ties in file order
+        return Ranking(rows[best], scores[best], "hnsw", precision=precision)
 
     def ann_candidates(
         self, q: np.ndarray, k: int, ef: int, kept: Filter | None
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The graph's candidates for a query, live ones only, with its distances (nearest
-        first); None where this shard answers exactly instead: no graph, a filter, or a
-        graph that cannot offer k candidates (a forged or cut one, or one whose chunks
-        deletions took)."""
+        """The graph's live candidates with its distances (nearest first); None where this
+        shard answers exactly instead: no graph, a filter, or a graph that cannot offer k
+        candidates (a forged or cut one, or one whose chunks deletions took)."""
         if self._hnsw is None or kept is not None:
             return None
         # Twice max(ef, k) candidates: the int8 graph's order is approximate, the rerank exact.
@@ -216,15 +218,15 @@ class FileShard(FileView):
         if self._dead is not None:
             alive = ~self._dead[candidates]
             candidates, distances = candidates[alive], distances[alive]
-        if len(np.unique(candidates)) < min(k, self.facts.live):
-            return None
+            if len(np.unique(candidates)) < min(k, self.facts.live):
+                return None
         return candidates, distances
 
-    def reranked(self, candidates: np.ndarray, q: np.ndarray, k: int) -> Ranking:
-        """The k best of graph candidates by exact cosine: over the full-precision copy when
-        the file keeps one (0x09), else the stored precision."""
-        idx, scores = rerank_top(self._rerank, np.unique(candidates), q, k)
-        return Ranking(idx, scores, "hnsw", precision=self._rerank.dtype)
+    def rerank_scores(self, candidates: np.ndarray, q: np.ndarray) -> tuple[Pair, str]:
+        """Distinct graph candidates (ascending) with exact scores over the full-precision
+        copy when the file keeps one (0x09), else the stored precision (named)."""
+        rows = np.unique(candidates)
+        return (rows, row_scores(self._rerank, rows, q)), self._rerank.dtype
 
     def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
         """Seeds from exact, expanded over the chunk graph, reranked: the same hits as the
@@ -272,6 +274,12 @@ class FileShard(FileView):
             scores = self._global().scores(tokens, stats)
         idx = positive_top(scores, depth, self.filtered(kept))
         return idx, scores[idx]
+
+    def text_scores(self, tokens: Sequence[str], stats: TermStats, out: np.ndarray) -> None:
+        """BM25 under a collection's statistics into ``out`` (zeros); deleted chunks 0."""
+        self._global().scores(tokens, stats, out)
+        if self._dead is not None:
+            out[self._dead] = 0
 
     def _global(self) -> GlobalScorer:
         if self._bm25 is None:

@@ -9,12 +9,16 @@ Here the shards only propose, and the core decides once:
   can be among the best only if a + b reaches the depth-th best of every a - b, so only
   those rows are scored exactly. The answer is, bit for bit, the merge of each shard's
   exact top (``tests/test_fanout.py`` checks it under hypothesis).
+- ``one_text_pass``: each shard adds its BM25 scores under the collection's statistics
+  into its slice of one array, and one top is taken over it, as one file takes its own
+  (a shard alone would select its own depth best first). Ties at the cut go by source,
+  then position, as the merge orders them.
 - ``pooled_walk``: each shard's graph is walked (in threads where they pay), the
   candidates pooled, and the 2 max(ef, k) nearest by the graphs' own distances reranked
-  exactly, as one file reranks its own 2 max(ef, k).
+  exactly, as one file reranks its own 2 max(ef, k), and ranked once.
 
-Each returns None where a shard cannot take part (remote, quantized, no graph, a filter on
-HNSW, an untrusted graph, a non-finite score): the core then asks each shard alone.
+Each returns None where a shard cannot take part (remote, quantized, no graph, a filter,
+an untrusted graph, a non-finite score): the core then asks each shard alone.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from urna.index.bm25_global import TermStats
 from urna.index.topk import top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
+from urna.search.order import ranked
 from urna.search.shard import RERANK_FACTOR, Pair, Ranking, Shard
 
 
@@ -78,19 +84,50 @@ def one_exact_pass(
     return merge_top(pairs, depth, searcher.source_uris)
 
 
+def one_text_pass(
+    searcher: Searcher,
+    tokens: Sequence[str],
+    stats: TermStats,
+    depth: int,
+    kept: Filter | None,
+    threads: bool,
+) -> Pair | None:
+    """BM25's top ``depth`` (scores above 0) over local shards' chunks, scored into one
+    array; None with a filter or a shard that cannot score into it."""
+    shards, offsets = searcher.shards, searcher.offsets
+    if kept is not None or any(getattr(s, "text_scores", None) is None for s in shards):
+        return None
+    pool = np.zeros(int(offsets[-1]), dtype=np.float32)
+    where = {id(s): pool[offsets[i] : offsets[i + 1]] for i, s in enumerate(shards)}
+    searcher.each(
+        lambda s: s.text_scores(tokens, stats, where[id(s)]),  # type: ignore[attr-defined]
+        threads=threads,
+    )
+    matched = int(np.count_nonzero(pool))
+    if matched == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    want = min(depth, matched)
+    threshold = np.partition(pool, len(pool) - want)[len(pool) - want]
+    chosen = np.flatnonzero(pool >= threshold)
+    scores = pool[chosen]
+    if not (np.isfinite(threshold) and threshold > 0 and np.isfinite(scores).all()):
+        return None  # a forged weight: the shards' own tops set it aside
+    order = ranked(chosen, scores, depth, searcher.source_uris)
+    return chosen[order], scores[order]
+
+
 def pooled_walk(
     searcher: Searcher, q: np.ndarray, k: int, ef: int, each_ef: int, kept: Filter | None
-) -> list[Ranking] | None:
-    """Each shard's ranked part of the pooled HNSW answer (a shard with nothing among the
-    pooled nearest answers nothing), or None."""
-    shards = searcher.shards
+) -> Ranking | None:
+    """The pooled HNSW answer over global ordinals, or None."""
+    shards, offsets = searcher.shards, searcher.offsets
     if len(shards) == 1 or searcher.remote:
         return None
     if any(getattr(s, "ann_candidates", None) is None for s in shards):
         return None
     found = searcher.each(
         lambda s: s.ann_candidates(q, k, each_ef, kept),  # type: ignore[attr-defined]
-        pays=searcher.parallel or int(searcher.offsets[-1]) >= WALK_PARALLEL_MIN,
+        pays=searcher.parallel or int(offsets[-1]) >= WALK_PARALLEL_MIN,
     )
     pools = [f for f in found if f is not None]
     if len(pools) < len(found):
@@ -98,8 +135,16 @@ def pooled_walk(
     distances = np.concatenate([d for _, d in pools])
     starts = np.cumsum([0] + [len(c) for c, _ in pools])
     chosen = np.sort(np.argsort(distances, kind="stable")[: RERANK_FACTOR * max(ef, k)])
-    out = []
+    ordinals, scores, precision = [], [], ""
     for i, (candidates, _) in enumerate(pools):
         mine = chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
-        out.append(shards[i].reranked(candidates[mine], q, k))  # type: ignore[attr-defined]
-    return out
+        if len(mine):
+            shard: Any = shards[i]  # a FileShard: ann_candidates was there
+            (rows, row_scores), precision = shard.rerank_scores(candidates[mine], q)
+            ordinals.append(rows + offsets[i])
+            scores.append(row_scores)
+    idx, exact = np.concatenate(ordinals), np.concatenate(scores)
+    finite = np.isfinite(exact)  # a forged row never ranks (as top_k sets it aside)
+    idx, exact = idx[finite], exact[finite]
+    order = ranked(idx, exact, k, searcher.source_uris)
+    return Ranking(idx[order], exact[order], "hnsw", precision=precision)
