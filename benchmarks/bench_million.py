@@ -2,6 +2,10 @@
 
     python benchmarks/bench_million.py [--chunks 1000000] [--shards 16] [--jobs 2]
                                        [--queries 200] [--keep DIR] [--json OUT.json]
+    python benchmarks/bench_million.py --keep DIR --json OUT.json --again
+
+``--again`` measures the kept builds anew (after a change to the query paths), keeping the
+build figures the report already holds.
 
 The text is real-looking: records of two to four sentences drawn (seeded) from the sentences
 of the three shared collections (SciFact, NFCorpus, Cranfield), so BM25 sees their words at
@@ -144,6 +148,37 @@ def measure(target: str, n_queries: int) -> dict[str, Any]:
     return report
 
 
+def measured(out: Path, queries: int) -> dict[str, Any]:
+    """``measure`` of ``out`` in a fresh process."""
+    found = subprocess.run(
+        [sys.executable, __file__, "--measure", str(out), "--queries", str(queries)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(found.stdout)
+
+
+def show(report: dict[str, Any]) -> None:
+    for label, got in report["targets"].items():
+        mem, seconds, peak = got["memory"], got["build_s"], got["build_peak_rss"]
+        print(
+            f"{label}: {got['chunks']:,} chunks, build {seconds:.0f} s (peak {mb(peak)}), "
+            f"{mb(got['bytes'])} on disk, opened in {got['open_s'] * 1000:.0f} ms; serving: "
+            f"RSS {mb(mem['VmRSS'])} ({mb(mem['RssAnon'])} anonymous, "
+            f"{mb(mem['RssFile'])} mapped), HNSW recall@10 {got['hnsw_recall']:.3f}"
+        )
+    one, col = report["targets"].values()
+    print(f"{'mode':<7} {'one p50':>9} {'p99':>9} {'shards p50':>11} {'p99':>9}  ratio p50")
+    for mode in one["modes"]:
+        a, b = one["modes"][mode], col["modes"][mode]
+        ratio = b["p50_ms"] / a["p50_ms"]
+        print(
+            f"{mode:<7} {a['p50_ms']:8.2f}ms {a['p99_ms']:8.2f}ms {b['p50_ms']:10.2f}ms "
+            f"{b['p99_ms']:8.2f}ms  {ratio:5.2f}x  ({a['index_type']} / {b['index_type']})"
+        )
+
+
 def mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB"
 
@@ -156,10 +191,21 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="Work here and keep the files.")
     parser.add_argument("--json", type=Path, help="Also write the report here.")
+    parser.add_argument("--again", action="store_true", help="Re-measure kept builds.")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.queries)))
+        return
+    if args.again:
+        if not (args.keep and args.json and args.json.exists()):
+            raise SystemExit("--again needs --keep DIR and the --json report of its builds")
+        report = json.loads(args.json.read_text())
+        for label, got in report["targets"].items():
+            out = args.keep / ("one.urna" if label == "one file" else "col")
+            got.update(measured(out, args.queries))
+        show(report)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
@@ -180,31 +226,10 @@ def main() -> None:
         for label, (out, extra) in targets.items():
             cmd = [URNA, "build", str(docs), "-o", str(out), "--model", "minilm-static", *extra]
             seconds, peak = run_measured(cmd)
-            found = subprocess.run(
-                [sys.executable, __file__, "--measure", str(out), "--queries", str(args.queries)],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            got = json.loads(found.stdout)
+            got = measured(out, args.queries)
             got.update(build_s=seconds, build_peak_rss=peak, bytes=size_of(out))
             report["targets"][label] = got
-            mem = got["memory"]
-            print(
-                f"{label}: {got['chunks']:,} chunks, build {seconds:.0f} s (peak {mb(peak)}), "
-                f"{mb(got['bytes'])} on disk, opened in {got['open_s'] * 1000:.0f} ms; serving: "
-                f"RSS {mb(mem['VmRSS'])} ({mb(mem['RssAnon'])} anonymous, "
-                f"{mb(mem['RssFile'])} mapped), HNSW recall@10 {got['hnsw_recall']:.3f}"
-            )
-        one, col = report["targets"].values()
-        print(f"{'mode':<7} {'one p50':>9} {'p99':>9} {'shards p50':>11} {'p99':>9}  ratio p50")
-        for mode in one["modes"]:
-            a, b = one["modes"][mode], col["modes"][mode]
-            ratio = b["p50_ms"] / a["p50_ms"]
-            print(
-                f"{mode:<7} {a['p50_ms']:8.2f}ms {a['p99_ms']:8.2f}ms {b['p50_ms']:10.2f}ms "
-                f"{b['p99_ms']:8.2f}ms  {ratio:5.2f}x  ({a['index_type']} / {b['index_type']})"
-            )
+        show(report)
         if args.json:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
 

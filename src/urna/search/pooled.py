@@ -143,6 +143,8 @@ def pooled_walk(
             (rows, row_scores), precision = shard.rerank_scores(candidates[mine], q)
             ordinals.append(rows + offsets[i])
             scores.append(row_scores)
+    if not ordinals:
+        return None
     idx, exact = np.concatenate(ordinals), np.concatenate(scores)
     finite = np.isfinite(exact)  # a forged row never ranks (as top_k sets it aside)
     idx, exact = idx[finite], exact[finite]
