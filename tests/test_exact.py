@@ -60,6 +60,35 @@ def test_top_k_with_many_ties(n: int, k: int) -> None:
     assert top_k(scores, k).tolist() == want
 
 
+def test_selection_from_the_left_is_the_plain_selection() -> None:
+    """``largest``, ``kth_largest`` and ``top_k`` select from the left of the negated scores
+    (numpy's selection from the right crawls over a crowd of equal values): the same values
+    as the plain form, with crowds of zeros and -inf, with a NaN (largest, as numpy counts
+    it) and an inf, and a NaN or inf never ranks."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from urna.index.topk import kth_largest, largest
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(st.sampled_from([0.0, -np.inf, np.inf, np.nan, 1.0, 0.5, -2.0]), min_size=1)
+        | st.lists(st.floats(-4, 4, width=32), min_size=1),
+        st.integers(1, 40),
+    )
+    def check(values: list[float], k: int) -> None:
+        a = np.asarray(values, dtype=np.float32)
+        k = min(k, len(a))
+        plain = np.partition(a, len(a) - k)
+        assert np.array_equal(np.sort(largest(a, k)), np.sort(plain[len(a) - k :]), equal_nan=True)
+        assert np.array_equal(kth_largest(a, k), plain[len(a) - k], equal_nan=True)
+        finite = [i for i in range(len(a)) if np.isfinite(a[i])]
+        want = sorted(finite, key=lambda i: (-a[i], i))[:k]
+        assert top_k(a, k).tolist() == want
+
+    check()
+
+
 def test_query_need_not_be_unit_length(five_file: Path) -> None:
     with urna.open(five_file) as corpus:
         assert corpus.search([123.0, 0, 0, 0], k=1).hits[0].score == pytest.approx(1.0)

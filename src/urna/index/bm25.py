@@ -213,7 +213,13 @@ def positive_top(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) 
     """Ordinals of the k best scores above 0 (among ``allowed``), ties in file order."""
     pool = scores if allowed is None else scores[allowed]
     matched = int(np.count_nonzero(pool))
-    best = top_k(pool, min(k, matched)) if matched else np.empty(0, dtype=np.int64)
+    if not matched:
+        best = np.empty(0, dtype=np.int64)
+    elif matched * 4 < len(pool):  # few chunks match: select among them (ascending, so ties
+        hit = np.flatnonzero(pool)  # stay in file order)
+        best = hit[top_k(pool[hit], min(k, matched))]
+    else:
+        best = top_k(pool, min(k, matched))
     return best if allowed is None else allowed[best]
 
 

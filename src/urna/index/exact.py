@@ -19,7 +19,7 @@ from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
 from urna.index.rowscore import row_scores
 from urna.index.scan import max_norm, quantized_top_k
-from urna.index.topk import top_k
+from urna.index.topk import kth_largest, top_k
 
 _ACCUMULATION = 4 * 2.0**-24  # per term: a float32 sum of d products is off by <= d u |v||q|
 
@@ -78,7 +78,7 @@ def within_bound(approx: np.ndarray, k: int, bound: float) -> np.ndarray:
     if count <= k or not np.isfinite(bound):
         return np.flatnonzero(finite) if np.isfinite(bound) else np.arange(len(approx))
     keyed = approx if count == len(approx) else np.where(finite, approx, -np.inf)
-    kth = float(np.partition(keyed, len(keyed) - k)[len(keyed) - k])
+    kth = kth_largest(keyed, k)
     return np.flatnonzero(keyed >= kth - 2 * bound)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
 from urna.index.rowscore import row_scores
-from urna.index.topk import top_k
+from urna.index.topk import kth_largest, largest, top_k
 
 MIN_ROWS = 32768  # below this, the widening scan is as fast
 CHUNK = 65536  # rows per task
@@ -104,7 +104,7 @@ def _approximate(
                 scores *= scales[start:stop]
         if k:
             keep = min(k, stop - start)
-            tops.append(np.partition(scores, len(scores) - keep)[len(scores) - keep :])
+            tops.append(largest(scores, keep))
 
     _parallel(part, rows)
     return out, (np.concatenate(tops) if tops else np.empty(0, np.float32))
@@ -180,13 +180,13 @@ def quantized_top_k(
         return None
     if allowed is None:
         approx, tops = _approximate(matrix, rounded, n, k)
-        kth = float(np.partition(tops, len(tops) - k)[len(tops) - k])
+        kth = kth_largest(tops, k)
     else:
         approx, _ = _approximate(matrix, rounded, n)
         keep = np.zeros(n, dtype=bool)
         keep[allowed] = True
         approx[~keep] = -np.inf
-        kth = float(np.partition(approx, n - k)[n - k])
+        kth = kth_largest(approx, k)
     if not np.isfinite(kth):  # a NaN or infinite score (a forged row), or too few rows kept
         return None
     # The k rows above kth score at least kth - B exactly; a row can beat that only if its

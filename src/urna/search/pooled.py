@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from urna.index.bm25_global import TermStats
-from urna.index.topk import top_k
+from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
 from urna.search.order import ranked
@@ -74,7 +74,7 @@ def one_exact_pass(
             return None
         lows.append(approx - bound)
     low = np.concatenate(lows)
-    floor = -np.inf if len(low) <= depth else np.partition(low, len(low) - depth)[-depth]
+    floor = -np.inf if len(low) <= depth else kth_largest(low, depth)
     pairs = []
     for s, (rows, approx, bound) in enumerate(parts):
         keep = rows[approx + bound >= floor]
@@ -107,8 +107,9 @@ def one_text_pass(
     if matched == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     want = min(depth, matched)
-    threshold = np.partition(pool, len(pool) - want)[len(pool) - want]
-    chosen = np.flatnonzero(pool >= threshold)
+    hit = np.flatnonzero(pool) if matched * 4 < len(pool) else None  # few match: among them
+    threshold = kth_largest(pool if hit is None else pool[hit], want)
+    chosen = np.flatnonzero(pool >= threshold) if hit is None else hit[pool[hit] >= threshold]
     scores = pool[chosen]
     if not (np.isfinite(threshold) and threshold > 0 and np.isfinite(scores).all()):
         return None  # a forged weight: the shards' own tops set it aside
