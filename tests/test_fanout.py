@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,24 @@ def answer(corpus: Any, query: Query) -> list[Any]:
     return [r.index_type, r.n_searched, r.mode, r.candidates, hits]
 
 
+@contextmanager
+def searched(paths: list[Path], retire_odd: bool = False) -> Iterator[Any]:
+    """A core over these files as shards (every other one with its first chunk deleted, as
+    a catalog's deletion, when ``retire_odd``), closed after."""
+    from urna.search.core import Searcher
+    from urna.search.corpus import open_shard
+
+    opened = [open_shard(p) for p in paths]
+    shards = [s.retired([(0, 1)]) if retire_odd and i % 2 else s for i, s in enumerate(opened)]
+    searcher = Searcher(shards)
+    try:
+        yield searcher
+    finally:
+        searcher.close()
+        for s in opened:
+            s.close()
+
+
 def test_parallel_threads_answer_as_one_after_another(collection: Path) -> None:
     rng = random.Random(5)
     texts = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(12)]
@@ -68,8 +88,6 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
     from hypothesis import strategies as st
 
     from tests.conftest import PLACEHOLDER
-    from urna.search.core import Searcher
-    from urna.search.corpus import open_shard
     from urna.search.merge import merge_top
     from urna.search.query import prepare
 
@@ -104,20 +122,14 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
             ]
             urna.build(path, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="demo/1")
             paths.append(path)
-        shards = [open_shard(p) for p in paths]
-        searcher = Searcher(shards)
-        try:
+        with searched(paths) as searcher:
             q = prepare(list(centres[0] + rng.normal(size=dim) * 1e-3), dim)
             kept = searcher.kept(Query(vector=q, where={"even": True})) if filtered else None
             ours = searcher.vector_top(q, depth, kept)
-            parts = [s.vector_top(q, depth, kept) for s in shards]
+            parts = [s.vector_top(q, depth, kept) for s in searcher.shards]
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
-        finally:
-            searcher.close()
-            for s in shards:
-                s.close()
 
     check()
 
@@ -132,8 +144,6 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
 
     from tests.conftest import PLACEHOLDER
     from urna.index.bm25_global import TermStats
-    from urna.search.core import Searcher
-    from urna.search.corpus import open_shard
     from urna.search.merge import merge_top
     from urna.search.pooled import one_text_pass
 
@@ -168,11 +178,8 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
                 bm25=True,
             )  # fmt: skip
             paths.append(path)
-        shards = [open_shard(p) for p in paths]
-        if deleted:  # the first chunk of every other shard, as a catalog's deletion
-            shards = [s.retired([(0, 1)]) if i % 2 else s for i, s in enumerate(shards)]
-        searcher = Searcher(shards)
-        try:
+        with searched(paths, retire_odd=deleted) as searcher:
+            shards = searcher.shards
             tokens = searcher.tokenize(" ".join(rng.sample(vocab, 2)))
             stats = TermStats.combine([s.term_stats(tokens) for s in shards])
             ours = one_text_pass(searcher, tokens, stats, depth, None, False)
@@ -181,10 +188,6 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
-        finally:
-            searcher.close()
-            for s in shards:
-                s.close()
 
     check()
 
