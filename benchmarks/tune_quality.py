@@ -6,8 +6,9 @@ Everything runs through the product's own code over the files ``urna eval`` buil
 * **Text** (``--part text``): the BM25 index is rebuilt in memory from each file's
   stored chunk texts by ``index.bm25_build.build_payload`` under each recipe (tokenizer
   version 2 or 3, queries with or without version 3's longer stop list, chunks alone
-  or with their neighbours at 1/m, k1), and each query's top 100 chunks rank the
-  documents by their best chunk, as ``urna eval`` does. RM3 (Anserini's defaults: 10
+  or with their neighbours at 1/m, k1, the section path weighed above the text), and
+  each query's top 100 chunks rank the documents by their best chunk, as ``urna eval``
+  does. RM3 (Anserini's defaults: 10
   feedback chunks, 10 terms, original weight 0.5, terms in more than 10% of chunks
   skipped) is scored on the chosen recipe, from BM25's first pass.
 * **Feedback** (``--part feedback``): hybrid through ``search.text.rank`` with the
@@ -43,14 +44,18 @@ SETS = (  # name, folder, split, query file (None: the split's)
 )
 DEPTH = 100
 TIE = 0.001
-# name: (tokenizer version, query stop list, context divisor m, k1)
+# name: (tokenizer version, query stop list, context divisor m, k1, section path boost)
+# The boost adds the chunk's section path (a record's title) that many times more: the
+# title as a field of its own weighed above the text, as BM25F weighs one.
 TEXT_RECIPES = {
-    "v2, chunks alone, k1 1.5 (before)": (2, False, 0, 1.5),
-    "v3 tokens, chunks alone": (3, False, 0, 1.5),
-    "v3 tokens + query stop list, chunks alone": (3, True, 0, 1.5),
-    "v3 + stop list, neighbours at 1/2": (3, True, 2, 1.5),
-    "v3 + stop list, neighbours at 1/4": (3, True, 4, 1.5),
-    "v3 + stop list, neighbours at 1/2, k1 1.2": (3, True, 2, 1.2),
+    "v2, chunks alone, k1 1.5 (before)": (2, False, 0, 1.5, 0),
+    "v3 tokens, chunks alone": (3, False, 0, 1.5, 0),
+    "v3 tokens + query stop list, chunks alone": (3, True, 0, 1.5, 0),
+    "v3 + stop list, neighbours at 1/2": (3, True, 2, 1.5, 0),
+    "v3 + stop list, neighbours at 1/4": (3, True, 4, 1.5, 0),
+    "v3 + stop list, neighbours at 1/2, k1 1.2": (3, True, 2, 1.2, 0),
+    "v3 + stop list, neighbours at 1/2, section path weighed 2": (3, True, 2, 1.5, 1),
+    "v3 + stop list, neighbours at 1/2, section path weighed 3": (3, True, 2, 1.5, 2),
 }
 FEEDBACK = [(0, 0.0)] + [(d, w) for d in (2, 3, 5) for w in (0.3, 0.5, 1.0)]
 
@@ -92,11 +97,13 @@ def text_table(collection: Any, corpus: Any) -> dict[str, float]:
     from urna.index.tokenize import TOKENIZER_V2, TOKENIZER_VERSION, tokenizer_for
 
     docs, texts, uris = documents(corpus)
+    paths = [corpus.chunk(i).section_path for i in range(corpus.n_chunks)]
     out: dict[str, float] = {}
     chosen: BM25Index | None = None
-    for name, (version, stop, m, k1) in TEXT_RECIPES.items():
+    for name, (version, stop, m, k1, boost) in TEXT_RECIPES.items():
         tokenizer = TOKENIZER_VERSION if version == 3 else TOKENIZER_V2
-        payload = build_payload(texts, k1=k1, tokenizer=tokenizer, sources=uris, divisor=m)
+        boosted = [t + ("\n" + p) * boost if p else t for t, p in zip(texts, paths, strict=True)]
+        payload = build_payload(boosted, k1=k1, tokenizer=tokenizer, sources=uris, divisor=m)
         index = BM25Index(memoryview(payload), len(texts))
         query = index.tokenize if stop else tokenizer_for(tokenizer)
         assert query is not None
@@ -105,7 +112,7 @@ def text_table(collection: Any, corpus: Any) -> dict[str, float]:
             top = positive_top(index.scores(query(text)), DEPTH).tolist()
             scores.append(ndcg(docs, top, collection.qrels[qid]))
         out[name] = float(np.mean(scores))
-        if (version, stop, m, k1) == (3, True, 2, 1.5):
+        if (version, stop, m, k1, boost) == (3, True, 2, 1.5, 0):
             chosen = index
     assert chosen is not None
     out["RM3 (10 chunks, 10 terms, 0.5) on v3 + stop list, 1/2"] = rm3_score(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,48 @@ def test_stats_shows_the_recorded_text_recipe(tmp_path: Path) -> None:
     with urna.open(path) as corpus:
         assert corpus.bm25 is not None and corpus.bm25.divisor == 2
         assert corpus.manifest["fusion"]["feedback"]["docs"] == 5
+
+
+def test_shards_score_as_one_file_bit_for_bit() -> None:
+    """``GlobalScorer`` over the parts of a document set, with the whole set's statistics,
+    gives the scores one index of every document stores, bit for bit: terms new to the
+    scorer and terms it kept, weighed together or one by one, repeated in the query, and
+    again after the statistics change (a part's terms weighed anew)."""
+    from urna.index.bm25 import BM25Index
+    from urna.index.bm25_build import build_payload
+    from urna.index.bm25_global import GlobalScorer, TermStats
+
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "theta", "kappa"]
+    doc = st.lists(st.sampled_from(words), min_size=1, max_size=12)
+
+    def index_of(texts: list[str], sources: list[str]) -> BM25Index:
+        return BM25Index(memoryview(build_payload(texts, sources=sources, divisor=2)), len(texts))
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(doc, min_size=2, max_size=30),
+        st.integers(1, 4),
+        st.lists(st.lists(st.sampled_from([*words, "absent"]), max_size=6), min_size=1, max_size=5),
+    )
+    def check(docs: list[list[str]], cuts: int, queries: list[list[str]]) -> None:
+        texts = [" ".join(d) for d in docs]
+        sources = [f"s{i // 3}" for i in range(len(texts))]
+        # A source (three chunks here) lies in one part, as it lies in one shard.
+        cut_at = (3 * (len(texts) * c // (3 * (cuts + 1))) for c in range(1, cuts + 1))
+        bounds = sorted({0, len(texts), *cut_at})
+        parts = [(a, b) for a, b in pairwise(bounds) if b > a]
+        whole = index_of(texts, sources)
+        shards = [index_of(texts[a:b], sources[a:b]) for a, b in parts]
+        scorers = [GlobalScorer(s) for s in shards]
+        for q in [*queries, *queries[::-1]]:  # the second round finds the terms kept
+            tokens = whole.tokenize(" ".join(q))
+            stats = TermStats.combine([s.stats(tokens) for s in scorers])
+            got = np.concatenate([s.scores(tokens, stats) for s in scorers])
+            assert got.tobytes() == whole.scores(tokens).tobytes()
+        # Statistics that change (a smaller set): each part's own, weighed anew and kept.
+        for scorer, shard in zip(scorers, shards, strict=True):
+            tokens = whole.tokenize(" ".join(queries[0]))
+            own = scorer.scores(tokens, scorer.stats(tokens))
+            assert own.tobytes() == shard.scores(tokens).tobytes()
+
+    check()
