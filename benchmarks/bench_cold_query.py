@@ -4,10 +4,11 @@
     python benchmarks/bench_cold_query.py [--runs 7]
 
 Runs, interleaved: a BM25-only query (no model), ``ask`` on the numpy query encoder (now),
-and ``ask`` with ``URNA_FAST_QUERY=0`` (sentence-transformers in float32, the reference
-path). Prints the median wall time of each and the difference to the BM25-only command. The
-quickstart file is built first; the cache then holds the model hash and the encoder's check
-against the shipped references (a fresh cache adds both once: about 0.2 s).
+``ask`` with ``URNA_FAST_QUERY=0`` (sentence-transformers in float32, the reference path),
+and ``ask`` on the same documents built with the static model (model2vec). Prints the median
+wall time of each and the difference to the BM25-only command. The quickstart files are
+built first; the cache then holds the model hash and the encoder's check against the shipped
+references (a fresh cache adds both once: about 0.2 s).
 """
 
 from __future__ import annotations
@@ -39,9 +40,13 @@ def main() -> None:
     urna = [sys.executable, "-m", "urna"]
     with tempfile.TemporaryDirectory(prefix="urna-bench-cold-") as tmp:
         corpus = Path(tmp) / "quickstart.urna"
-        subprocess.run(
-            [*urna, "build", str(SPEC), "-o", str(corpus)], check=True, stdout=subprocess.DEVNULL
-        )
+        static = Path(tmp) / "quickstart-static.urna"
+        for target, model in ((corpus, []), (static, ["--model", "minilm-static"])):
+            subprocess.run(
+                [*urna, "build", str(SPEC), "-o", str(target), *model],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         commands = {
             "search-text --mode text (no model)": (
                 [*urna, "search-text", str(corpus), QUESTION, "--mode", "text"],
@@ -52,6 +57,7 @@ def main() -> None:
                 [*urna, "ask", str(corpus), QUESTION],
                 {"URNA_FAST_QUERY": "0"},
             ),
+            "ask, static model (minilm-static)": ([*urna, "ask", str(static), QUESTION], {}),
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
         for cmd, env in commands.values():  # warm the page cache once

@@ -75,3 +75,27 @@ def test_token_counts_do_not_depend_on_what_ran_before() -> None:
     static.embed(["x " * 600])
     assert static.count_tokens([long_text, "short"]) == before
     assert before[0] >= 700
+
+
+@needs_models
+def test_a_static_model_loads_without_transformers() -> None:
+    """A static model is a table and a tokenizer: loading and using it leaves transformers
+    unimported (importing it only to quiet its logging cost a cold query 2.4 s)."""
+    import subprocess
+    import sys
+
+    from urna.embed.static import distilled_minilm
+
+    distilled_minilm()  # distilling (once, into the session's cache) does use transformers
+    code = (
+        "import sys\n"
+        "from urna.embed.registry import resolve\n"
+        "e = resolve('minilm-static')\n"
+        "assert e.embed(['a cat sat on the mat']).shape == (1, e.dim)\n"
+        "print('transformers' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.strip() == "False"
+    assert done.stderr == ""

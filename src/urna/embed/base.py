@@ -75,11 +75,15 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
-def quiet_hub_logging() -> None:
-    """Keep model loading off stderr: no weight-loading bars or load reports."""
+def quiet_hub_logging(*, transformers: bool = True) -> None:
+    """Keep model loading off stderr: no weight-loading bars or load reports.
+    ``transformers=False`` for a loader that never imports transformers (a static
+    model): importing it only to quiet it cost 2.4 s of a cold query."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not transformers:
+        return
     try:
         from transformers.utils import logging as hf_logging
 

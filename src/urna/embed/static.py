@@ -96,7 +96,7 @@ class StaticEmbedder:
 
     @cached_property
     def _model(self) -> Any:
-        quiet_hub_logging()
+        quiet_hub_logging(transformers=False)
         try:
             from model2vec import StaticModel
         except ImportError:
