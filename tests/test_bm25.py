@@ -325,3 +325,37 @@ def test_shards_score_as_one_file_bit_for_bit() -> None:
             assert own.tobytes() == shard.scores(tokens).tobytes()
 
     check()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([0.0, 0.0, 0.5, 1.0, 1.0, 2.5, 7.0, float("nan"), float("inf")]),
+        min_size=1,
+        max_size=80,
+    ),
+    st.integers(1, 12),
+    st.data(),
+)
+def test_a_seed_bounds_the_top_without_changing_it(
+    values: list[float], k: int, data: st.DataObject
+) -> None:
+    """``positive_top`` with any seed (rows whose k-th best bounds the top from below) gives
+    the answer it gives without one: ties in file order, zeros never, a NaN or infinite
+    score set aside as the full path sets it aside."""
+    from urna.index.bm25 import positive_top
+
+    scores = np.array(values, dtype=np.float32)
+    rows = data.draw(st.sets(st.integers(0, len(values) - 1)))
+    seed = np.array(sorted(rows), dtype=np.int64)
+    assert positive_top(scores, k, None, seed).tolist() == positive_top(scores, k).tolist()
+
+
+def test_the_seed_is_the_rarest_term_held_by_k_chunks(tmp_path: Path) -> None:
+    texts = ["apple pear", "apple plum", "apple pear fig", "apple"]
+    index = BM25Index(memoryview(build_payload(texts)), len(texts))
+    tokens = index.tokenize("apple pear fig kiwi")
+    assert index.seed(tokens, 2).tolist() == [0, 2]  # pear: 2 chunks; fig: only 1
+    assert index.seed(tokens, 4).tolist() == [0, 1, 2, 3]
+    assert index.seed(tokens, 5) is None
+    assert index.rows_of("kiwi").tolist() == []

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -144,6 +145,7 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
 
     from tests.conftest import PLACEHOLDER
     from urna.index.bm25_global import TermStats
+    from urna.search import pooled
     from urna.search.merge import merge_top
     from urna.search.pooled import one_text_pass
 
@@ -188,6 +190,9 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
+            with mock.patch.object(pooled, "_seed", lambda *_: None):  # every row selected among
+                plain = one_text_pass(searcher, tokens, stats, depth, None, False)
+            assert plain is not None and plain[0].tolist() == ours[0].tolist()
 
     check()
 

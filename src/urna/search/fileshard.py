@@ -170,9 +170,6 @@ class FileShard(FileView):
         """Whether chunk ``i`` counts (the collection's catalog may delete it)."""
         return self._dead is None or not bool(self._dead[i])
 
-    def _alive(self, candidates: np.ndarray) -> np.ndarray:
-        return candidates if self._dead is None else candidates[~self._dead[candidates]]
-
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair:
         """The exact top ``depth`` for a prepared query, among the chunks kept."""
         matrix = self._c.matrix
@@ -235,7 +232,8 @@ class FileShard(FileView):
             return Ranking(*self.vector_top(q, k, kept), "exact")
         n_seeds = min(max(ef, k), self.facts.live)
         seeds, _ = exact_top_k(self._c.matrix, q, n_seeds, self._live)
-        union = self._alive(self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds)))
+        union = self._graph.expand(seeds, hops, max(8 * n_seeds, n_seeds))
+        union = union if self._dead is None else union[~self._dead[union]]
         # Stored precision, as the exact path scores: so the hits equal search's.
         idx, scores = rerank_top(self._c.matrix, union, q, k)
         return Ranking(idx, scores, "graph")
@@ -265,14 +263,12 @@ class FileShard(FileView):
     ) -> Pair:
         """BM25's top ``depth`` (scores > 0) among the chunks kept: with the file's own
         statistics (``stats`` None), else with a collection's."""
-        assert self._bm25 is not None
+        bm25 = self._bm25
+        assert bm25 is not None
         if stats is None and self._dead is not None:
             stats = self.term_stats(tokens)  # the stored weights count deleted chunks
-        if stats is None:
-            scores = self._bm25.scores(tokens)
-        else:
-            scores = self._global().scores(tokens, stats)
-        idx = positive_top(scores, depth, self.filtered(kept))
+        scores = bm25.scores(tokens) if stats is None else self._global().scores(tokens, stats)
+        idx = positive_top(scores, depth, self.filtered(kept), bm25.seed(tokens, depth))
         return idx, scores[idx]
 
     def text_scores(self, tokens: Sequence[str], stats: TermStats, out: np.ndarray) -> None:
@@ -280,6 +276,10 @@ class FileShard(FileView):
         self._global().scores(tokens, stats, out)
         if self._dead is not None:
             out[self._dead] = 0
+
+    def text_rows(self, token: str) -> np.ndarray:
+        """The chunks holding ``token``, ascending (a collection's seed: ``above_seed``)."""
+        return self._global().index.rows_of(token)
 
     def _global(self) -> GlobalScorer:
         if self._bm25 is None:

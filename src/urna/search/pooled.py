@@ -11,8 +11,9 @@ Here the shards only propose, and the core decides once:
   exact top (``tests/test_fanout.py`` checks it under hypothesis).
 - ``one_text_pass``: each shard adds its BM25 scores under the collection's statistics
   into its slice of one array, and one top is taken over it, as one file takes its own
-  (a shard alone would select its own depth best first). Ties at the cut go by source,
-  then position, as the merge orders them.
+  (a shard alone would select its own depth best first), among the chunks that reach the
+  bound the rarest query term's chunks give (``index/bm25.py``'s ``above_seed``). Ties at
+  the cut go by source, then position, as the merge orders them.
 - ``pooled_walk``: each shard's graph is walked (in threads where they pay), the
   candidates pooled, and the 2 max(ef, k) nearest by the graphs' own distances reranked
   exactly, as one file reranks its own 2 max(ef, k), and ranked once.
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from urna.index.bm25 import above_seed
 from urna.index.bm25_global import TermStats
 from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
@@ -103,11 +105,14 @@ def one_text_pass(
         lambda s: s.text_scores(tokens, stats, where[id(s)]),  # type: ignore[attr-defined]
         threads=threads,
     )
-    matched = int(np.count_nonzero(pool))
-    if matched == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-    want = min(depth, matched)
-    hit = np.flatnonzero(pool) if matched * 4 < len(pool) else None  # few match: among them
+    hit = above_seed(pool, depth, _seed(searcher, tokens, stats, depth))
+    want = depth
+    if hit is None:
+        matched = int(np.count_nonzero(pool))
+        if matched == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        want = min(depth, matched)
+        hit = np.flatnonzero(pool) if matched * 4 < len(pool) else None  # few: among them
     threshold = kth_largest(pool if hit is None else pool[hit], want)
     chosen = np.flatnonzero(pool >= threshold) if hit is None else hit[pool[hit] >= threshold]
     scores = pool[chosen]
@@ -115,6 +120,20 @@ def one_text_pass(
         return None  # a forged weight: the shards' own tops set it aside
     order = ranked(chosen, scores, depth, searcher.source_uris)
     return chosen[order], scores[order]
+
+
+def _seed(
+    searcher: Searcher, tokens: Sequence[str], stats: TermStats, depth: int
+) -> np.ndarray | None:
+    """The chunks holding the query's rarest term held by ``depth`` chunks or more in the
+    collection (``above_seed`` bounds the top with them), as global ordinals; or None."""
+    held = [(stats.df[t], t) for t in set(tokens) if stats.df.get(t, 0) >= depth]
+    if not held:
+        return None
+    token = min(held)[1]
+    shards, offsets = searcher.shards, searcher.offsets[:-1]
+    rows = [s.text_rows(token) + at for s, at in zip(shards, offsets, strict=True)]  # type: ignore[attr-defined]
+    return np.concatenate(rows)
 
 
 def pooled_walk(
