@@ -184,17 +184,45 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
             shards = searcher.shards
             tokens = searcher.tokenize(" ".join(rng.sample(vocab, 2)))
             stats = TermStats.combine([s.term_stats(tokens) for s in shards])
-            ours = one_text_pass(searcher, tokens, stats, depth, None, False)
+            assert searcher.stats.of(tokens) == stats  # asked of the shards
+            assert searcher.stats.of(tokens) == stats  # kept
+            ours = one_text_pass(searcher, tokens, stats, depth, None)
             assert ours is not None
             parts = [s.text_top(tokens, stats, depth, None) for s in shards]
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
             with mock.patch.object(pooled, "_seed", lambda *_: None):  # every row selected among
-                plain = one_text_pass(searcher, tokens, stats, depth, None, False)
+                plain = one_text_pass(searcher, tokens, stats, depth, None)
             assert plain is not None and plain[0].tolist() == ours[0].tolist()
 
     check()
+
+
+def test_a_collection_asks_its_shards_for_a_terms_statistics_once(collection: Path) -> None:
+    """Each term's collection frequency is asked of every shard on its first query and kept
+    (``search/postings.py``); a repeated query asks nothing and answers the same."""
+    corpus = urna.open(collection)
+    searcher = corpus._searcher
+    asked: list[list[str]] = []
+
+    def counted(real: Any) -> Any:
+        def term_stats(tokens: list[str]) -> Any:
+            asked.append(list(tokens))
+            return real(tokens)
+
+        return term_stats
+
+    for shard in searcher.shards:
+        shard.term_stats = counted(shard.term_stats)  # type: ignore[method-assign]
+    first = answer(corpus, Query(text="citation shard vector", k=5, mode="text"))
+    assert len(asked) == len(searcher.shards) and all(asked)
+    asked.clear()
+    assert answer(corpus, Query(text="citation shard vector", k=5, mode="text")) == first
+    assert asked == []
+    answer(corpus, Query(text="citation filter", k=5, mode="text"))
+    assert asked and all(a == ["filter"] for a in asked)  # only the new word
+    assert first
 
 
 def test_hnsw_over_shards_reranks_one_pool(collection: Path) -> None:

@@ -123,21 +123,25 @@ class GlobalScorer:
         self, tokens: Sequence[str], stats: TermStats, out: np.ndarray | None = None
     ) -> np.ndarray:
         """Every document's score under ``stats``, added into ``out`` (zeros of n_docs
-        float32, by default new ones): a collection's shards fill one array."""
-        index = self.index
+        float32, by default new ones)."""
         if out is None:
-            out = np.zeros(index.n_docs, dtype=np.float32)
-        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
+            out = np.zeros(self.index.n_docs, dtype=np.float32)
         for token, count in Counter(tokens).items():
-            i = index.term_index.get(token)
-            if i is None:
-                continue
-            start, end = int(index.indptr[i]), int(index.indptr[i + 1])
-            docs = index.doc_ids[start:end]
-            df = stats.df.get(token, end - start)
-            weights = self._weighed(i, (stats.n_docs, df, avgdl_g))
+            docs, weights = self.postings(token, stats)
             out[docs] += weights if count == 1 else weights * np.float32(count)
         return out
+
+    def postings(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
+        """The documents holding ``token`` and its weight in each under ``stats`` (none
+        when this index does not know it)."""
+        index = self.index
+        i = index.term_index.get(token)
+        if i is None:
+            return np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.float32)
+        start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+        avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
+        df = stats.df.get(token, end - start)
+        return index.doc_ids[start:end], self._weighed(i, (stats.n_docs, df, avgdl_g))
 
     def _weighed(self, i: int, key: tuple[int, int, float]) -> np.ndarray:
         """Term i's posting weights with a collection's (documents, df, average length)."""

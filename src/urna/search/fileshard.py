@@ -271,15 +271,14 @@ class FileShard(FileView):
         idx = positive_top(scores, depth, self.filtered(kept), bm25.seed(tokens, depth))
         return idx, scores[idx]
 
-    def text_scores(self, tokens: Sequence[str], stats: TermStats, out: np.ndarray) -> None:
-        """BM25 under a collection's statistics into ``out`` (zeros); deleted chunks 0."""
-        self._global().scores(tokens, stats, out)
-        if self._dead is not None:
-            out[self._dead] = 0
-
-    def text_rows(self, token: str) -> np.ndarray:
-        """The chunks holding ``token``, ascending (a collection's seed: ``above_seed``)."""
-        return self._global().index.rows_of(token)
+    def text_postings(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
+        """The live chunks holding ``token`` and its weight in each under a collection's
+        statistics (``search/pooled.py`` adds them into one array for every shard)."""
+        rows, weights = self._global().postings(token, stats)
+        if self._dead is None:
+            return rows, weights
+        live = ~self._dead[rows]
+        return rows[live], weights[live]
 
     def _global(self) -> GlobalScorer:
         if self._bm25 is None:

@@ -26,14 +26,15 @@ class HitMaker:
 
     def __call__(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         content, fh = self._store.content_hash, self._file_hash()
-        ranks, terms = spec.ranks, spec.terms
+        ranks, terms, offset = spec.ranks, spec.terms, spec.offset
+        at = range(1, len(idx) + 1) if spec.at is None else spec.at
         hits = []
-        for rank, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True), 1):
+        for j, (i, score) in enumerate(zip(idx.tolist(), scores.tolist(), strict=True)):
             c = self._store.chunk(i)
             hits.append(
                 Hit(
-                    rank=rank,
-                    ordinal=i,
+                    rank=at[j],
+                    ordinal=i + offset,
                     chunk_id=c.chunk_id,
                     score=float(score),
                     score_type=spec.score_type,
@@ -50,7 +51,7 @@ class HitMaker:
                     section_path=c.section_path,
                     page=c.page,
                     source_ordinal=c.source_ordinal,
-                    ranks=ranks[rank - 1] if ranks is not None else {},
+                    ranks=ranks[j] if ranks is not None else {},
                     snippet="" if terms is None else snippet(plain(c.text, c.source_uri), terms),
                     precision=spec.precision,
                     metadata=self._columns.record(i),

@@ -9,11 +9,12 @@ Here the shards only propose, and the core decides once:
   can be among the best only if a + b reaches the depth-th best of every a - b, so only
   those rows are scored exactly. The answer is, bit for bit, the merge of each shard's
   exact top (``tests/test_fanout.py`` checks it under hypothesis).
-- ``one_text_pass``: each shard adds its BM25 scores under the collection's statistics
-  into its slice of one array, and one top is taken over it, as one file takes its own
-  (a shard alone would select its own depth best first), among the chunks that reach the
-  bound the rarest query term's chunks give (``index/bm25.py``'s ``above_seed``). Ties at
-  the cut go by source, then position, as the merge orders them.
+- ``one_text_pass``: the query terms' postings over every shard, weighed under the
+  collection's statistics (``search/postings.py``), are added into one array, and one top
+  is taken over it, as one file takes its own (a shard alone would select its own depth
+  best first), among the chunks that reach the bound the rarest query term's chunks give
+  (``index/bm25.py``'s ``above_seed``). Ties at the cut go by source, then position, as
+  the merge orders them.
 - ``pooled_walk``: each shard's graph is walked (in threads where they pay), the
   candidates pooled, and the 2 max(ef, k) nearest by the graphs' own distances reranked
   exactly, as one file reranks its own 2 max(ef, k), and ranked once.
@@ -25,6 +26,7 @@ an untrusted graph, a non-finite score): the core then asks each shard alone.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -36,6 +38,7 @@ from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
 from urna.search.order import ranked
+from urna.search.postings import CollectionPostings
 from urna.search.shard import RERANK_FACTOR, Pair, Ranking, Shard
 
 
@@ -46,6 +49,7 @@ class Searcher(Protocol):
     offsets: np.ndarray
     remote: bool
     parallel: bool
+    postings: CollectionPostings
 
     def source_uris(self, ordinals: np.ndarray) -> list[str]: ...
 
@@ -87,25 +91,19 @@ def one_exact_pass(
 
 
 def one_text_pass(
-    searcher: Searcher,
-    tokens: Sequence[str],
-    stats: TermStats,
-    depth: int,
-    kept: Filter | None,
-    threads: bool,
+    searcher: Searcher, tokens: Sequence[str], stats: TermStats, depth: int, kept: Filter | None
 ) -> Pair | None:
     """BM25's top ``depth`` (scores above 0) over local shards' chunks, scored into one
-    array; None with a filter or a shard that cannot score into it."""
-    shards, offsets = searcher.shards, searcher.offsets
-    if kept is not None or any(getattr(s, "text_scores", None) is None for s in shards):
+    array from the collection's postings; None with a filter or a shard that cannot give
+    its postings."""
+    postings = searcher.postings
+    if kept is not None or not postings.usable():
         return None
-    pool = np.zeros(int(offsets[-1]), dtype=np.float32)
-    where = {id(s): pool[offsets[i] : offsets[i + 1]] for i, s in enumerate(shards)}
-    searcher.each(
-        lambda s: s.text_scores(tokens, stats, where[id(s)]),  # type: ignore[attr-defined]
-        threads=threads,
-    )
-    hit = above_seed(pool, depth, _seed(searcher, tokens, stats, depth))
+    pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
+    for token, count in Counter(tokens).items():
+        rows, weights = postings.of(token, stats)
+        pool[rows] += weights if count == 1 else weights * np.float32(count)
+    hit = above_seed(pool, depth, _seed(postings, tokens, stats, depth))
     want = depth
     if hit is None:
         matched = int(np.count_nonzero(pool))
@@ -123,17 +121,12 @@ def one_text_pass(
 
 
 def _seed(
-    searcher: Searcher, tokens: Sequence[str], stats: TermStats, depth: int
+    postings: CollectionPostings, tokens: Sequence[str], stats: TermStats, depth: int
 ) -> np.ndarray | None:
     """The chunks holding the query's rarest term held by ``depth`` chunks or more in the
-    collection (``above_seed`` bounds the top with them), as global ordinals; or None."""
+    collection (``above_seed`` bounds the top with them), as collection ordinals; or None."""
     held = [(stats.df[t], t) for t in set(tokens) if stats.df.get(t, 0) >= depth]
-    if not held:
-        return None
-    token = min(held)[1]
-    shards, offsets = searcher.shards, searcher.offsets[:-1]
-    rows = [s.text_rows(token) + at for s, at in zip(shards, offsets, strict=True)]  # type: ignore[attr-defined]
-    return np.concatenate(rows)
+    return postings.of(min(held)[1], stats)[0] if held else None
 
 
 def pooled_walk(

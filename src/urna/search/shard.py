@@ -71,6 +71,10 @@ class HitSpec:
     model: str = ""
     terms: Sequence[str] | None = None
     ranks: Sequence[dict[str, dict[str, float]]] | None = field(default=None)
+    # A collection's shard makes its hits in place: each hit's rank in the whole answer
+    # (by default 1, 2, ...) and the shard's first collection ordinal.
+    at: Sequence[int] | None = None
+    offset: int = 0
 
 
 class Shard(Protocol):
