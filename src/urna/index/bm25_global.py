@@ -1,14 +1,17 @@
 """BM25 with another document set's statistics: a collection's shards scored as one file.
 
 ``TermStats`` are what BM25 needs of the whole set (documents, total length, each query
-term's document frequency); ``GlobalScorer`` rescores one index's postings with them.
+term's document frequency); ``GlobalScorer`` rescores one index's postings with them, and
+``reweigh`` several indexes' postings of one term at once (``Stored``: each index's
+postings as stored, with its parameters).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +46,64 @@ class TermStats:
             for term, count in part.df.items():
                 df[term] = df.get(term, 0) + count
         return TermStats(sum(p.n_docs for p in parts), sum(p.total_length for p in parts), df)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One index's postings of a term as stored, with what weighing them again needs."""
+
+    docs: np.ndarray  # the documents holding the term, ascending
+    weights: np.ndarray  # their stored float32 weights
+    lengths: np.ndarray  # their lengths in words, float64
+    idf: float  # the term's idf in this index (all its postings counted)
+    avgdl: float  # this index's average length (1.0 for none)
+    k1: float
+    b: float
+    scale: float  # frequencies are multiples of 1/scale
+
+    def only(self, keep: np.ndarray) -> Stored:
+        """These postings restricted by a mask (a shard's deleted chunks left out)."""
+        docs, weights, lengths = self.docs[keep], self.weights[keep], self.lengths[keep]
+        return replace(self, docs=docs, weights=weights, lengths=lengths)
+
+
+def recover_tf(
+    weights: np.ndarray, idf_local: Any, dl: np.ndarray, k1: Any, b: Any, avgdl: Any, scale: Any
+) -> np.ndarray:
+    """Term frequencies from stored weights: tf = norm * w / (idf - w), rounded to the
+    stored units (exact for a chunk's counts). The parameters are scalars or one per
+    posting: the same float64 operations, element by element, either way."""
+    norm = k1 * (1 - b + b * dl / avgdl)
+    ratio = weights.astype(np.float64) / idf_local
+    return np.rint(scale * norm * ratio / (1 - ratio)) / scale
+
+
+def reweigh(parts: Sequence[Stored], stats: TermStats, token: str) -> np.ndarray:
+    """The float32 weights of several indexes' postings of ``token`` (concatenated) under
+    ``stats``, in one pass: each index's parameters repeated per posting, so the bits are
+    those each index's ``GlobalScorer`` gives, without a pass per index."""
+    counts = [len(p.docs) for p in parts]
+    if not parts:
+        return np.empty(0, dtype=np.float32)
+
+    def each(values: list[float]) -> np.ndarray:
+        return np.repeat(np.asarray(values, dtype=np.float64), counts)
+
+    k1, b = each([p.k1 for p in parts]), each([p.b for p in parts])
+    dl = np.concatenate([p.lengths for p in parts])
+    tf = recover_tf(
+        np.concatenate([p.weights for p in parts]),
+        each([p.idf for p in parts]),
+        dl,
+        k1,
+        b,
+        each([p.avgdl for p in parts]),
+        each([p.scale for p in parts]),
+    )
+    avgdl_g = (stats.total_length / stats.n_docs if stats.n_docs else 1.0) or 1.0
+    weight = idf(stats.n_docs, stats.df.get(token, sum(counts)))
+    norm = k1 * (1 - b + b * dl / avgdl_g)
+    return (weight * tf / (tf + norm)).astype(np.float32)
 
 
 def _exact_param(stored: float) -> float:
@@ -109,12 +170,10 @@ class GlobalScorer:
             index, n = self.index, self.index.n_docs
             start, end = int(index.indptr[i]), int(index.indptr[i + 1])
             dl = self.lengths[index.doc_ids[start:end]]
-            df_local = end - start
-            idf_local = idf(n, df_local)
-            norm_local = self.k1 * (1 - self.b + self.b * dl / (self.avgdl or 1.0))
-            ratio = index.weights[start:end].astype(np.float64) / idf_local
-            scale = index.scale  # frequencies are multiples of 1/scale
-            found = np.rint(scale * norm_local * ratio / (1 - ratio)) / scale
+            found = recover_tf(
+                index.weights[start:end], idf(n, end - start), dl, self.k1, self.b,
+                self.avgdl or 1.0, index.scale,
+            )  # fmt: skip
             if len(self._tfs) < TF_CACHE_TERMS:
                 self._tfs[i] = found
         return found
@@ -142,6 +201,19 @@ class GlobalScorer:
         avgdl_g = stats.total_length / stats.n_docs if stats.n_docs else 1.0
         df = stats.df.get(token, end - start)
         return index.doc_ids[start:end], self._weighed(i, (stats.n_docs, df, avgdl_g))
+
+    def stored(self, token: str) -> Stored | None:
+        """This index's postings of ``token`` as stored (``reweigh`` weighs them again)."""
+        index = self.index
+        i = index.term_index.get(token)
+        if i is None:
+            return None
+        start, end = int(index.indptr[i]), int(index.indptr[i + 1])
+        docs = index.doc_ids[start:end]
+        return Stored(
+            docs, index.weights[start:end], self.lengths[docs], idf(index.n_docs, end - start),
+            self.avgdl or 1.0, self.k1, self.b, index.scale,
+        )  # fmt: skip
 
     def _weighed(self, i: int, key: tuple[int, int, float]) -> np.ndarray:
         """Term i's posting weights with a collection's (documents, df, average length)."""

@@ -49,15 +49,14 @@ from urna.search.text import has_words, rank, route
 T = TypeVar("T")
 
 
-# Up to this many chunks a collection's BM25 scores go into one array, topped once (1.15x
-# against 1.40x the one file shard by shard, 100,000 chunks in 16 shards; 300,000 in 16:
-# 5.5 against 6.3 ms with words new to the shards, 3.6 against 4.0 asked again, one query
-# order shuffled over both); above it each shard's scores stay in cache while its own top
-# is taken (1,000,000 chunks in 16 shards: 1.03x shard by shard against 1.15x in one
-# array). 2 MiB of float32 scores. Rechecked with the collection's postings kept as one
-# array per term (December 4): at 1,000,000 chunks 15.7 against 8.7 ms for words new to
-# the process (their postings gathered from every shard), 2.6 against 4.5 asked again.
-POOLED_TEXT_MAX = 1 << 19
+# Up to this many chunks a collection's BM25 scores go into one array, topped once, from
+# the collection's postings (``search/postings.py``); above it each shard scores and tops
+# its own. Measured December 4 with the postings kept and weighed in one pass, one query
+# order shuffled over both, p50 for words new to the process / asked again: 300,000
+# chunks in 16 shards 2.64 / 1.06 ms against 4.00 / 2.19 shard by shard; 1,000,000 chunks
+# 4.40 / 1.71 against 6.00 / 2.86 (and 5.19 / 2.49 against 6.32 / 3.78). Not measured
+# above 1,000,000: the bound keeps the array a query allocates at 8 MiB.
+POOLED_TEXT_MAX = 1 << 21
 PARALLEL_MIN = 20_000  # chunks in the smallest shard before threads pay (bench_fanout.py)
 
 

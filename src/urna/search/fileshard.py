@@ -27,7 +27,7 @@ from urna.format.audit import AuditReport, audit
 from urna.format.layout import Encoding
 from urna.format.reader import Container
 from urna.index.bm25 import load_bm25, positive_top
-from urna.index.bm25_global import GlobalScorer, TermStats
+from urna.index.bm25_global import GlobalScorer, Stored, TermStats
 from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanned
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
@@ -271,14 +271,11 @@ class FileShard(FileView):
         idx = positive_top(scores, depth, self.filtered(kept), bm25.seed(tokens, depth))
         return idx, scores[idx]
 
-    def text_postings(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
-        """The live chunks holding ``token`` and its weight in each under a collection's
-        statistics (``search/pooled.py`` adds them into one array for every shard)."""
-        rows, weights = self._global().postings(token, stats)
-        if self._dead is None:
-            return rows, weights
-        live = ~self._dead[rows]
-        return rows[live], weights[live]
+    def text_stored(self, token: str) -> Stored | None:
+        """This file's postings of ``token`` as stored, its deleted chunks left out (a
+        collection weighs them again under its statistics: ``search/postings.py``)."""
+        found = self._global().stored(token)
+        return found if found is None or self._dead is None else found.only(~self._dead[found.docs])
 
     def _global(self) -> GlobalScorer:
         if self._bm25 is None:

@@ -5,8 +5,9 @@ weights under the collection's statistics, each kept per term for the collection
 A text query then adds one array per term into the collection's scores, as one file adds
 its own, where shard by shard it paid a look-up and a scatter per term and shard: 16
 shards of 300,000 chunks, six-word queries, 0.22 against 0.77 ms a query for the scores
-(the same bits: each chunk's weights are added in the same order). A shard's deleted
-chunks are left out of its postings.
+(the same bits: each chunk's weights are added in the same order). A new term's postings
+are weighed again in one pass over every shard's (``reweigh``), not one per shard: 2.5
+against 2.9 ms a query whose words are all new. A shard's deleted chunks are left out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from urna.index.bm25_global import TermStats
+from urna.index.bm25_global import TermStats, reweigh
 from urna.search.shard import Shard
 
 POSTINGS_CACHE_BYTES = 128 << 20  # a common word's postings can be millions: bounded by bytes
@@ -58,7 +59,7 @@ class CollectionPostings:
 
     def usable(self) -> bool:
         """Whether every shard can give its postings (a remote one cannot)."""
-        return all(getattr(s, "text_postings", None) is not None for s in self._shards)
+        return all(getattr(s, "text_stored", None) is not None for s in self._shards)
 
     def of(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
         """The collection ordinals (ascending) of the live chunks holding ``token``, and its
@@ -67,11 +68,13 @@ class CollectionPostings:
         kept = self._kept.get(token)
         if kept is not None and kept[0] == key:
             return kept[1], kept[2]
-        parts = [s.text_postings(token, stats) for s in self._shards]  # type: ignore[attr-defined]
-        rows = np.concatenate(
-            [r.astype(np.int64) + at for (r, _), at in zip(parts, self._offsets, strict=True)]
-        )
-        weights = np.concatenate([w for _, w in parts])
+        parts, rows_of = [], [np.empty(0, dtype=np.int64)]
+        for shard, at in zip(self._shards, self._offsets, strict=True):
+            part = shard.text_stored(token)  # type: ignore[attr-defined]
+            if part is not None:
+                parts.append(part)
+                rows_of.append(part.docs.astype(np.int64) + at)
+        rows, weights = np.concatenate(rows_of), reweigh(parts, stats, token)
         size = rows.nbytes + weights.nbytes
         if kept is not None:
             self._kept[token] = (key, rows, weights)  # the same postings: the same size
