@@ -358,4 +358,3 @@ def test_the_seed_is_the_rarest_term_held_by_k_chunks(tmp_path: Path) -> None:
     assert index.seed(tokens, 2).tolist() == [0, 2]  # pear: 2 chunks; fig: only 1
     assert index.seed(tokens, 4).tolist() == [0, 1, 2, 3]
     assert index.seed(tokens, 5) is None
-    assert index.rows_of("kiwi").tolist() == []

@@ -200,13 +200,6 @@ class BM25Index:
         idx = positive_top(scores, k, allowed, self.seed(tokens, k))
         return TextHits(idx, scores[idx], tokens, self.idf_sum(tokens))
 
-    def rows_of(self, token: str) -> np.ndarray:
-        """The chunks holding ``token`` (its postings), ascending; none when unknown."""
-        i = self._ids.get(token)
-        if i is None:
-            return np.empty(0, dtype=np.uint32)
-        return self.doc_ids[int(self.indptr[i]) : int(self.indptr[i + 1])]
-
     def seed(self, tokens: Sequence[str], k: int) -> np.ndarray | None:
         """The postings of the query's rarest term held by k chunks or more (``positive_top``'s
         seed: a rare term's chunks score high), or None."""
