@@ -86,8 +86,9 @@ def reweigh(parts: Sequence[Stored], stats: TermStats, token: str) -> np.ndarray
     if not parts:
         return np.empty(0, dtype=np.float32)
 
-    def each(values: list[float]) -> np.ndarray:
-        return np.repeat(np.asarray(values, dtype=np.float64), counts)
+    def each(values: list[float]) -> Any:  # one value for all: the same bits as repeated
+        same = all(v == values[0] for v in values)
+        return values[0] if same else np.repeat(np.asarray(values, dtype=np.float64), counts)
 
     k1, b = each([p.k1 for p in parts]), each([p.b for p in parts])
     dl = np.concatenate([p.lengths for p in parts])
