@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import urna
 from tests.conftest import PLACEHOLDER, one_hot_chunks
@@ -94,3 +96,40 @@ def test_query_need_not_be_unit_length(five_file: Path) -> None:
         assert corpus.search([123.0, 0, 0, 0], k=1).hits[0].score == pytest.approx(1.0)
         # Huge finite values must not overflow while normalizing.
         assert corpus.search([3e38, 3e38, 0, 0], k=1).hits[0].score == pytest.approx(2**-0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    kinds=st.lists(st.sampled_from(["float32", "float16", "int8"]), min_size=1, max_size=5),
+    many=st.booleans(),
+)
+def test_scores_of_many_shards_in_one_pass_are_each_shards_bits(
+    seed: int, kinds: list[str], many: bool
+) -> None:
+    """A pooled rerank scores a few rows of each shard in one pass (``scores_of``): each
+    row's score is ``row_scores``'s bits for it, whatever the shards' precisions, and past
+    one block of rows as well."""
+    from urna.format.embeddings import Matrix
+    from urna.format.layout import Encoding
+    from urna.index.rowscore import BLOCK, row_scores, scores_of
+
+    rng = np.random.default_rng(seed)
+    dim = int(rng.integers(1, 40))
+    parts = []
+    for kind in kinds:
+        n = int(rng.integers(1, 50))
+        values = rng.standard_normal((n, dim)).astype(np.float32)
+        if kind == "float32":
+            matrix = Matrix(Encoding.RAW, values, None)
+        elif kind == "float16":
+            matrix = Matrix(Encoding.FLOAT16, values.astype(np.float16), None)
+        else:
+            ints = rng.integers(-127, 128, (n, dim)).astype(np.int8)
+            matrix = Matrix(Encoding.INT8, ints, rng.random(n).astype(np.float32) / 127)
+        size = BLOCK // len(kinds) + 10 if many else int(rng.integers(0, 2 * n))
+        parts.append((matrix, np.sort(rng.integers(0, n, size))))
+    q = rng.standard_normal(dim).astype(np.float32)
+    want = np.concatenate([row_scores(m, rows, q) for m, rows in parts])
+    got = scores_of(parts, q)
+    assert got.dtype == np.float32 and got.tobytes() == want.tobytes()

@@ -13,6 +13,8 @@ tree by hand.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from urna.format.embeddings import Matrix
@@ -34,6 +36,27 @@ def row_scores(matrix: Matrix, rows: np.ndarray, query: np.ndarray) -> np.ndarra
                 sums *= matrix.scales[part].astype(np.float64)
             out[start : start + len(part)] = sums
     return out
+
+
+def scores_of(parts: Sequence[tuple[Matrix, np.ndarray]], query: np.ndarray) -> np.ndarray:
+    """``row_scores`` of each (matrix, rows) part, concatenated: the same bits in one pass
+    over a few rows of many shards (a pooled rerank), where a pass each paid numpy's fixed
+    costs sixteen times."""
+    total = sum(len(rows) for _, rows in parts)
+    if total == 0:
+        return np.empty(0, dtype=np.float32)
+    if total > BLOCK:
+        return np.concatenate([row_scores(m, rows, query) for m, rows in parts])
+    q = np.asarray(query, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = [m.values[np.asarray(r, dtype=np.int64)].astype(np.float64) for m, r in parts]
+        sums = _pairwise(np.concatenate(values) * q)
+        start = 0
+        for m, rows in parts:
+            if m.scales is not None:
+                sums[start : start + len(rows)] *= m.scales[rows].astype(np.float64)
+            start += len(rows)
+    return sums.astype(np.float32)
 
 
 def _pairwise(products: np.ndarray) -> np.ndarray:

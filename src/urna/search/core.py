@@ -77,6 +77,7 @@ class Searcher:
         self.tokenize = query_tokenizer_for(first.tokenizer or "") or tokenize_query
         workers = min(len(self.shards), os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(workers, "urna-shard") if workers > 1 else None
+        self._runs = runs_of(self.shards, workers)
         # Threads pay for remote shards (each call waits on another process) and for local
         # shards big enough that a call outweighs a thread's hand-off (measured).
         smallest = min(s.facts.n_chunks for s in self.shards)
@@ -108,7 +109,8 @@ class Searcher:
         chosen = {"always": True, "never": False}.get(self.threads, threads and worth)
         if self._pool is None or not chosen:
             return [call(s) for s in self.shards]
-        return list(self._pool.map(call, self.shards))
+        runs = self._pool.map(lambda run: [call(s) for s in run], self._runs)
+        return [answer for run in runs for answer in run]
 
     # --- filters -------------------------------------------------------------
 
@@ -357,6 +359,23 @@ class Searcher:
             for j, hit in zip(where, made, strict=True):
                 out[j] = hit
         return [h for h in out if h is not None]
+
+
+def runs_of(shards: Sequence[Shard], workers: int) -> list[list[Shard]]:
+    """The shards cut into up to ``workers`` runs of neighbours holding about as many
+    chunks each, a thread asking its run's shards in turn: a query pays a thread's hand-off
+    once a worker, not once a shard (16 walks of 6,250-chunk graphs: 2.5 against 3.0 ms),
+    and the first failing shard's error still surfaces. Remote shards, whose calls wait on
+    other processes, run one a thread."""
+    if any(s.remote for s in shards):
+        return [[s] for s in shards]
+    total = sum(s.facts.n_chunks for s in shards) or 1
+    runs: list[list[Shard]] = [[] for _ in range(max(1, workers))]
+    before = 0
+    for shard in shards:
+        runs[min(len(runs) - 1, before * len(runs) // total)].append(shard)
+        before += shard.facts.n_chunks
+    return [run for run in runs if run]
 
 
 def shard_ef(ef: int, k: int, n_shards: int) -> int:

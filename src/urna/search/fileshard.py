@@ -24,6 +24,7 @@ import numpy as np
 
 from urna.errors import CitationError, FormatError, QueryError
 from urna.format.audit import AuditReport, audit
+from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
 from urna.format.reader import Container
 from urna.index.bm25 import load_bm25, positive_top
@@ -185,19 +186,16 @@ class FileShard(FileView):
             return None
         return scanned(matrix, q, min(depth, matrix.n), self.filtered(kept))
 
-    def row_scores(self, ordinals: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """``row_scores`` of these chunks (ascending ordinals): the exact path's scores."""
-        return row_scores(self._c.matrix, ordinals, q)
-
     def ann_top(self, q: np.ndarray, k: int, ef: int, kept: Filter | None) -> Ranking:
         """HNSW candidates (at least max(ef, k)) reranked by exact cosine; exact without HNSW
         or with a filter (a filtered search is exact over the chunks the filter keeps)."""
         found = self.ann_candidates(q, k, ef, kept)
         if found is None:
             return Ranking(*self.vector_top(q, k, kept), "exact")
-        (rows, scores), precision = self.rerank_scores(found[0], q)
+        rows, matrix = self.rerank_rows(found[0])
+        scores = row_scores(matrix, rows, q)
         best = top_k(scores, k)  # ties in file order
-        return Ranking(rows[best], scores[best], "hnsw", precision=precision)
+        return Ranking(rows[best], scores[best], "hnsw", precision=matrix.dtype)
 
     def ann_candidates(
         self, q: np.ndarray, k: int, ef: int, kept: Filter | None
@@ -219,11 +217,10 @@ class FileShard(FileView):
                 return None
         return candidates, distances
 
-    def rerank_scores(self, candidates: np.ndarray, q: np.ndarray) -> tuple[Pair, str]:
-        """Distinct graph candidates (ascending) with exact scores over the full-precision
-        copy when the file keeps one (0x09), else the stored precision (named)."""
-        rows = np.unique(candidates)
-        return (rows, row_scores(self._rerank, rows, q)), self._rerank.dtype
+    def rerank_rows(self, candidates: np.ndarray) -> tuple[np.ndarray, Matrix]:
+        """Distinct graph candidates (ascending) and the matrix that scores them exactly:
+        the full-precision copy when the file keeps one (0x09), else the stored one."""
+        return np.unique(candidates), self._rerank
 
     def graph_top(self, q: np.ndarray, k: int, hops: int, ef: int, kept: Filter | None) -> Ranking:
         """Seeds from exact, expanded over the chunk graph, reranked: the same hits as the

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urna.format.embeddings import Matrix
 from urna.format.layout import REQUIRED_SECTIONS
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
 from urna.format.reader import Container, Verify
@@ -120,6 +121,11 @@ class FileView:
     @property
     def graph(self) -> ChunkGraph | None:
         return self._graph
+
+    @property
+    def matrix(self) -> Matrix:
+        """The stored embeddings, as the exact path scores them."""
+        return self._c.matrix
 
     def sections(self) -> list[Section]:
         return [

@@ -32,8 +32,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from urna.format.embeddings import Matrix
+from urna.format.layout import Encoding
 from urna.index.bm25 import above_seed
 from urna.index.bm25_global import TermStats
+from urna.index.exact import scan_bound, within_bound
+from urna.index.rowscore import scores_of
 from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
@@ -71,23 +75,54 @@ def one_exact_pass(
     shards = searcher.shards
     if any(getattr(s, "vector_scan", None) is None for s in shards):
         return None
-    parts = [s.vector_scan(q, depth, kept) for s in shards]  # type: ignore[attr-defined]
-    if any(p is None for p in parts):
-        return None
-    lows = []
-    for _, approx, bound in parts:
-        if not (math.isfinite(bound) and np.isfinite(approx).all()):
+    local: list[Any] = list(shards)  # FileShards: vector_scan is there
+    kept_rows = _scan_whole(local, searcher.offsets, q, depth) if kept is None else None
+    if kept_rows is None:
+        parts = [s.vector_scan(q, depth, kept) for s in local]
+        if any(p is None for p in parts):
             return None
-        lows.append(approx - bound)
-    low = np.concatenate(lows)
-    floor = -np.inf if len(low) <= depth else kth_largest(low, depth)
-    pairs = []
-    for s, (rows, approx, bound) in enumerate(parts):
-        keep = rows[approx + bound >= floor]
-        scores = shards[s].row_scores(keep, q)  # type: ignore[attr-defined]
-        best = top_k(scores, depth)
+        lows = []
+        for _, approx, bound in parts:
+            if not (math.isfinite(bound) and np.isfinite(approx).all()):
+                return None
+            lows.append(approx - bound)
+        low = np.concatenate(lows)
+        floor = -np.inf if len(low) <= depth else kth_largest(low, depth)
+        kept_rows = [
+            (local[s].matrix, rows[approx + bound >= floor])
+            for s, (rows, approx, bound) in enumerate(parts)
+        ]
+    scored = scores_of(kept_rows, q)  # each shard's bits, in one pass
+    pairs, start = [], 0
+    for s, (_, keep) in enumerate(kept_rows):
+        scores = scored[start : start + len(keep)]
+        start += len(keep)
+        best = top_k(scores, depth)  # a shard's ties in its own order, as its own top
         pairs.append((keep[best] + searcher.offsets[s], scores[best]))
     return merge_top(pairs, depth, searcher.source_uris)
+
+
+def _scan_whole(
+    shards: list[Any], offsets: np.ndarray, q: np.ndarray, depth: int
+) -> list[tuple[Matrix, np.ndarray]] | None:
+    """Unfiltered float32 shards with no deletions scanned into one array, as one file is,
+    and cut once at the widest shard's bound (a superset of the rows each shard's own cut
+    keeps, so the same top): each shard's (matrix, candidate rows); None otherwise."""
+    matrices = [s.matrix for s in shards]
+    if any(m.encoding != Encoding.RAW for m in matrices):
+        return None
+    if any(s.filtered(None) is not None for s in shards):
+        return None
+    approx = np.empty(int(offsets[-1]), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for s, matrix in enumerate(matrices):
+            np.matmul(matrix.values, q, out=approx[offsets[s] : offsets[s + 1]])
+    bound = max(scan_bound(m, q) for m in matrices)
+    if not (math.isfinite(bound) and np.isfinite(approx).all()):
+        return None  # a forged row: each shard's own scan sets it aside
+    picked = within_bound(approx, depth, bound)
+    cuts = np.searchsorted(picked, offsets)
+    return [(m, picked[cuts[s] : cuts[s + 1]] - offsets[s]) for s, m in enumerate(matrices)]
 
 
 def one_text_pass(
@@ -148,17 +183,19 @@ def pooled_walk(
     distances = np.concatenate([d for _, d in pools])
     starts = np.cumsum([0] + [len(c) for c, _ in pools])
     chosen = np.sort(np.argsort(distances, kind="stable")[: RERANK_FACTOR * max(ef, k)])
-    ordinals, scores, precision = [], [], ""
+    ordinals, parts = [], []
+    cuts = np.searchsorted(chosen, starts)  # chosen is sorted: each pool's share a slice
     for i, (candidates, _) in enumerate(pools):
-        mine = chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
+        mine = chosen[cuts[i] : cuts[i + 1]] - starts[i]
         if len(mine):
             shard: Any = shards[i]  # a FileShard: ann_candidates was there
-            (rows, row_scores), precision = shard.rerank_scores(candidates[mine], q)
+            rows, matrix = shard.rerank_rows(candidates[mine])
             ordinals.append(rows + offsets[i])
-            scores.append(row_scores)
+            parts.append((matrix, rows))
     if not ordinals:
         return None
-    idx, exact = np.concatenate(ordinals), np.concatenate(scores)
+    idx, exact = np.concatenate(ordinals), scores_of(parts, q)  # the shards' bits, one pass
+    precision = parts[-1][0].dtype
     finite = np.isfinite(exact)  # a forged row never ranks (as top_k sets it aside)
     idx, exact = idx[finite], exact[finite]
     order = ranked(idx, exact, k, searcher.source_uris)
