@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +170,22 @@ Federal Reserve notes are the circulating currency of the United States. These n
 obligations of the Reserve Banks and must be fully collateralized: a **paramount lien** on
 every asset of the Reserve Banks backs them.
 """
+
+
+# What a command's --precision, --device or --jobs sets for its whole process (the CLI's
+# way to reach the embedder): a test's in-process command must not leave it to later tests.
+_PROCESS_SETTINGS = ("URNA_EMBED_PRECISION", "URNA_EMBED_DEVICE", "URNA_TORCH_THREADS")
+
+
+@pytest.fixture(autouse=True)
+def _process_settings_restored() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in _PROCESS_SETTINGS}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

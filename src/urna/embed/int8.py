@@ -3,7 +3,7 @@
 ``--precision int8`` (``URNA_EMBED_PRECISION=int8``) embeds with ONNX Runtime: the
 transformer is exported once to ONNX by ``torch.onnx.export`` from the weights it already
 has, its matrix products with constant weights are quantized by
-``onnxruntime.quantization.quantize_dynamic`` (int8 weights, one scale per output channel;
+``onnxruntime.quantization.quantize_dynamic`` (8-bit weights, one scale per output channel;
 activations quantized per product at run time), and the result is kept in the cache folder
 (``int8/<model hash>/``) with a record of the check below. Later builds load it in well
 under a second, without torch.
@@ -27,6 +27,15 @@ those ``numpy_bert.why_unsupported`` accepts: BERT with mean pooling).
 Measured on an AVX-512 VNNI machine (README, "Embedding precision"): a build of 1,000
 scifact records in 0.32x the time of float32 sentence-transformers (bfloat16: 0.54x),
 vectors at a cosine of about 0.995 to float32; so it is a named choice, not the default.
+
+The weights are unsigned (``QUInt8``, recipe ``urna-onnx-int8/3``). Signed weights against
+unsigned activations (``QInt8``, recipe 2) are VNNI's native form, but a CPU without VNNI
+multiplies them with ``vpmaddubsw``, whose 16-bit pair sums saturate: on an AVX2-only EPYC
+the probe sentences fell to a cosine of 0.9712 and every int8 build was refused. Unsigned
+weights go through kernels that widen before they multiply, so no sum saturates on any CPU:
+0.9942 mean (0.9922 min) on the quickstart texts and 0.9946 (0.9888) on 400 scifact
+records there, as recipe 2 reached with VNNI; 7-bit signed weights (``reduce_range``) also
+stopped the saturation but reached 0.9932 and moved a quickstart query's third hit.
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ from urna.embed.numpy_bert import why_unsupported
 from urna.embed.query import PROBES, compare, shipped_reference
 from urna.errors import ModelError, missing_extra
 
-EXPORT = "urna-onnx-int8/2 opset=17 eager-attention per-channel constant-weights"
+EXPORT = "urna-onnx-int8/3 opset=17 eager-attention per-channel u8-weights constant-weights"
 MIN_COSINE = 0.98  # an export whose probe vectors fall below this is broken, not just int8
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _BUILDING = threading.Lock()  # one export at a time in a process
@@ -175,7 +184,7 @@ class Int8Encoder:
                     quantize_dynamic(
                         str(plain),
                         str(quantized),
-                        weight_type=QuantType.QInt8,
+                        weight_type=QuantType.QUInt8,
                         per_channel=True,
                         extra_options={"MatMulConstBOnly": True},
                     )
