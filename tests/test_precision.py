@@ -88,3 +88,14 @@ def test_bf16_and_float32_rank_the_quickstart_alike(
     assert tops["float32"] == tops["bfloat16"]
     shown = json.loads(run("inspect", str(tmp_path / "bfloat16.urna"), "--json").stdout)
     assert shown["manifest"]["embed_precision"] == "bfloat16"
+
+
+def test_int8_vectors_are_cached_under_their_export_recipe() -> None:
+    """A new int8 recipe gives other vectors: the cache never serves an older recipe's
+    (keys before recipe 3 were ``hash+int8+batching``), and other precisions keep theirs."""
+    from urna.embed.precision import INT8_RECIPE, cache_key
+
+    assert cache_key("h", "int8", "b") == f"h+int8:{INT8_RECIPE}+b" != "h+int8+b"
+    assert cache_key("h", "int8@cuda", "b") == f"h+int8:{INT8_RECIPE}@cuda+b"
+    assert cache_key("h", "bfloat16", "b") == "h+bfloat16+b"
+    assert cache_key("h", "float32") == "h"

@@ -60,10 +60,11 @@ import numpy as np
 from urna.embed.base import THREADS_VARIABLE, cache_dir
 from urna.embed.batching import padded_length
 from urna.embed.numpy_bert import why_unsupported
+from urna.embed.precision import INT8_RECIPE
 from urna.embed.query import PROBES, compare, shipped_reference
 from urna.errors import ModelError, missing_extra
 
-EXPORT = "urna-onnx-int8/3 opset=17 eager-attention per-channel u8-weights constant-weights"
+EXPORT = f"{INT8_RECIPE} opset=17 eager-attention per-channel u8-weights constant-weights"
 MIN_COSINE = 0.98  # an export whose probe vectors fall below this is broken, not just int8
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _BUILDING = threading.Lock()  # one export at a time in a process

@@ -27,6 +27,9 @@ from urna.errors import ModelError
 PRECISION_VARIABLE = "URNA_EMBED_PRECISION"
 CPU_BF16_VARIABLE = "URNA_CPU_BF16"
 PRECISIONS = ("float32", "bfloat16", "int8")
+# The int8 export's recipe (``embed/int8.py``): a new recipe gives other vectors, so the
+# embedding cache keys int8 vectors by it and never serves an older recipe's.
+INT8_RECIPE = "urna-onnx-int8/3"
 _X86_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
@@ -67,6 +70,8 @@ def chosen_precision() -> str:
 
 def cache_key(model_hash: str, precision: str, batching: str = "") -> str:
     """The embedding cache's model key: everything besides the text that decides a vector's
-    bits (float32 unbatched vectors keep the bare hash, as before)."""
+    bits (float32 unbatched vectors keep the bare hash, as before; int8 adds its recipe)."""
+    if precision.split("@")[0] == "int8":
+        precision = precision.replace("int8", f"int8:{INT8_RECIPE}", 1)
     key = model_hash if precision == "float32" else f"{model_hash}+{precision}"
     return f"{key}+{batching}" if batching else key
