@@ -1,16 +1,15 @@
 """BM25 with another document set's statistics: a collection's shards scored as one file.
 
 ``TermStats`` are what BM25 needs of the whole set (documents, total length, each query
-term's document frequency); ``GlobalScorer`` rescores one index's postings with them, and
-``reweigh`` several indexes' postings of one term at once (``Stored``: each index's
-postings as stored, with its parameters).
+term's document frequency); ``GlobalScorer`` rescores one index's postings with them
+(``recover_tf``, then ``weigh``), as a collection's postings do (``search/postings.py``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,62 +47,37 @@ class TermStats:
         return TermStats(sum(p.n_docs for p in parts), sum(p.total_length for p in parts), df)
 
 
-@dataclass(frozen=True)
-class Stored:
-    """One index's postings of a term as stored, with what weighing them again needs."""
+def length_norm(dl: np.ndarray, k1: Any, b: Any, avgdl: Any) -> np.ndarray:
+    """Each document's k1 (1 - b + b dl / avgdl), in float64 as the build computes it (the
+    parameters scalars or one per document: the same operations element by element)."""
+    return k1 * (1 - b + b * dl / avgdl)
 
-    docs: np.ndarray  # the documents holding the term, ascending
-    weights: np.ndarray  # their stored float32 weights
-    lengths: np.ndarray  # their lengths in words, float64
-    idf: float  # the term's idf in this index (all its postings counted)
-    avgdl: float  # this index's average length (1.0 for none)
-    k1: float
-    b: float
-    scale: float  # frequencies are multiples of 1/scale
 
-    def only(self, keep: np.ndarray) -> Stored:
-        """These postings restricted by a mask (a shard's deleted chunks left out)."""
-        docs, weights, lengths = self.docs[keep], self.weights[keep], self.lengths[keep]
-        return replace(self, docs=docs, weights=weights, lengths=lengths)
+def tf_of(ratio: np.ndarray, scaled_norm: np.ndarray, scale: Any) -> np.ndarray:
+    """Term frequencies from ``ratio``, each stored weight over its idf (float64, which
+    this overwrites): tf = norm * w / (idf - w), rounded to the stored units (exact for a
+    chunk's counts); ``scaled_norm`` is scale * each weight's ``length_norm`` under its
+    own index's statistics. In place, the same operations as norm r / (1 - r)."""
+    tail = 1 - ratio
+    ratio *= scaled_norm
+    ratio /= tail
+    np.rint(ratio, out=ratio)
+    ratio /= scale
+    return ratio
 
 
 def recover_tf(
     weights: np.ndarray, idf_local: Any, dl: np.ndarray, k1: Any, b: Any, avgdl: Any, scale: Any
 ) -> np.ndarray:
-    """Term frequencies from stored weights: tf = norm * w / (idf - w), rounded to the
-    stored units (exact for a chunk's counts). The parameters are scalars or one per
-    posting: the same float64 operations, element by element, either way."""
-    norm = k1 * (1 - b + b * dl / avgdl)
+    """``tf_of`` stored weights, from each posting's document length and its index's
+    parameters (scalars, or one per posting: the same operations element by element)."""
     ratio = weights.astype(np.float64) / idf_local
-    return np.rint(scale * norm * ratio / (1 - ratio)) / scale
+    return tf_of(ratio, scale * length_norm(dl, k1, b, avgdl), scale)
 
 
-def reweigh(parts: Sequence[Stored], stats: TermStats, token: str) -> np.ndarray:
-    """The float32 weights of several indexes' postings of ``token`` (concatenated) under
-    ``stats``, in one pass: each index's parameters repeated per posting, so the bits are
-    those each index's ``GlobalScorer`` gives, without a pass per index."""
-    counts = [len(p.docs) for p in parts]
-    if not parts:
-        return np.empty(0, dtype=np.float32)
-
-    def each(values: list[float]) -> Any:  # one value for all: the same bits as repeated
-        same = all(v == values[0] for v in values)
-        return values[0] if same else np.repeat(np.asarray(values, dtype=np.float64), counts)
-
-    k1, b = each([p.k1 for p in parts]), each([p.b for p in parts])
-    dl = np.concatenate([p.lengths for p in parts])
-    tf = recover_tf(
-        np.concatenate([p.weights for p in parts]),
-        each([p.idf for p in parts]),
-        dl,
-        k1,
-        b,
-        each([p.avgdl for p in parts]),
-        each([p.scale for p in parts]),
-    )
-    avgdl_g = (stats.total_length / stats.n_docs if stats.n_docs else 1.0) or 1.0
-    weight = idf(stats.n_docs, stats.df.get(token, sum(counts)))
-    norm = k1 * (1 - b + b * dl / avgdl_g)
+def weigh(weight: float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """BM25's float32 weights, idf * tf / (tf + norm), computed in float64 as the build
+    computes them (``norm``: each posting's ``length_norm`` under the statistics used)."""
     return (weight * tf / (tf + norm)).astype(np.float32)
 
 
@@ -203,19 +177,6 @@ class GlobalScorer:
         df = stats.df.get(token, end - start)
         return index.doc_ids[start:end], self._weighed(i, (stats.n_docs, df, avgdl_g))
 
-    def stored(self, token: str) -> Stored | None:
-        """This index's postings of ``token`` as stored (``reweigh`` weighs them again)."""
-        index = self.index
-        i = index.term_index.get(token)
-        if i is None:
-            return None
-        start, end = int(index.indptr[i]), int(index.indptr[i + 1])
-        docs = index.doc_ids[start:end]
-        return Stored(
-            docs, index.weights[start:end], self.lengths[docs], idf(index.n_docs, end - start),
-            self.avgdl or 1.0, self.k1, self.b, index.scale,
-        )  # fmt: skip
-
     def _weighed(self, i: int, key: tuple[int, int, float]) -> np.ndarray:
         """Term i's posting weights with a collection's (documents, df, average length)."""
         kept = self._weights.get(i)
@@ -224,12 +185,12 @@ class GlobalScorer:
         n_docs, df, avgdl_g = key
         norm = self._norm
         if norm is None or norm[0] != avgdl_g:  # every document's normalization, once
-            lengths = self.k1 * (1 - self.b + self.b * self.lengths / (avgdl_g or 1.0))
+            lengths = length_norm(self.lengths, self.k1, self.b, avgdl_g or 1.0)
             norm = self._norm = (avgdl_g, lengths)
         start, end = int(self.index.indptr[i]), int(self.index.indptr[i + 1])
         tf = self._tf(i)
         weight = idf(n_docs, df)
-        weights = (weight * tf / (tf + norm[1][self.index.doc_ids[start:end]])).astype(np.float32)
+        weights = weigh(weight, tf, norm[1][self.index.doc_ids[start:end]])
         if kept is not None:
             self._weights[i] = (key, weights)  # the same postings: the same size
         elif self._weight_bytes + weights.nbytes <= WEIGHT_CACHE_BYTES:

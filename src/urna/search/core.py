@@ -87,8 +87,8 @@ class Searcher:
         self._schema: dict[str, dict[str, int]] | None = None
         self.live = sum(s.facts.live for s in self.shards)  # less the catalog's deletions
         self.deletions = self.live != int(self.offsets[-1])
-        self.stats = CollectionStats(self._ask_stats)  # the shards are fixed for its life
         self.postings = CollectionPostings(self.shards, self.offsets)
+        self.stats = CollectionStats(self._ask_stats, self.postings)  # fixed for its life
 
     @property
     def n_chunks(self) -> int:
@@ -351,10 +351,8 @@ class Searcher:
             return self.shards[0].make_hits(idx, scores, spec)
         out: list[Hit | None] = [None] * len(idx)
         for s, at in self.owners(idx):
-            where = at.tolist()
-            ranks = [spec.ranks[j] for j in where] if spec.ranks is not None else None
-            offset = int(self.offsets[s])
-            each = replace(spec, ranks=ranks, at=[j + 1 for j in where], offset=offset)
+            where, offset = at.tolist(), int(self.offsets[s])
+            each = spec.part(where, offset)
             made = self.shards[s].make_hits(idx[at] - offset, np.asarray(scores)[at], each)
             for j, hit in zip(where, made, strict=True):
                 out[j] = hit

@@ -28,7 +28,7 @@ from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
 from urna.format.reader import Container
 from urna.index.bm25 import load_bm25, positive_top
-from urna.index.bm25_global import GlobalScorer, Stored, TermStats
+from urna.index.bm25_global import GlobalScorer, TermStats
 from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanned
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
@@ -268,11 +268,11 @@ class FileShard(FileView):
         idx = positive_top(scores, depth, self.filtered(kept), bm25.seed(tokens, depth))
         return idx, scores[idx]
 
-    def text_stored(self, token: str) -> Stored | None:
-        """This file's postings of ``token`` as stored, its deleted chunks left out (a
-        collection weighs them again under its statistics: ``search/postings.py``)."""
-        found = self._global().stored(token)
-        return found if found is None or self._dead is None else found.only(~self._dead[found.docs])
+    def text_tables(self) -> tuple[GlobalScorer, np.ndarray | None]:
+        """This file's BM25 tables and its deleted chunks (a mask, or None): a collection
+        reads every shard's postings of a term and weighs them again under its statistics
+        (``search/postings.py``)."""
+        return self._global(), self._dead
 
     def _global(self) -> GlobalScorer:
         if self._bm25 is None:

@@ -6,17 +6,20 @@ A text query then adds one array per term into the collection's scores, as one f
 its own, where shard by shard it paid a look-up and a scatter per term and shard: 16
 shards of 300,000 chunks, six-word queries, 0.22 against 0.77 ms a query for the scores
 (the same bits: each chunk's weights are added in the same order). A new term's postings
-are weighed again in one pass over every shard's (``reweigh``), not one per shard: 2.5
-against 2.9 ms a query whose words are all new. A shard's deleted chunks are left out.
+are gathered from every shard and weighed again as one array (``_Tables``), and a new
+term's frequency is read from the local shards' vocabularies, not asked of each shard. A
+shard's deleted chunks are left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from urna.index.bm25_global import TermStats, reweigh
+from urna.index.bm25 import idf
+from urna.index.bm25_global import TermStats, length_norm, tf_of, weigh
 from urna.search.shard import Shard
 
 POSTINGS_CACHE_BYTES = 128 << 20  # a common word's postings can be millions: bounded by bytes
@@ -28,8 +31,13 @@ class CollectionStats:
     (``ask``: the shards' statistics for new terms, combined), then kept: a query over 16
     shards no longer asks each shard for its frequencies."""
 
-    def __init__(self, ask: Callable[[list[str], bool], TermStats]) -> None:
+    def __init__(
+        self,
+        ask: Callable[[list[str], bool], TermStats],
+        local: CollectionPostings | None = None,
+    ) -> None:
         self._ask = ask
+        self._local = local  # local shards' frequencies read from their tables, not asked
         self._df: dict[str, int | None] = {}  # None: no shard knows the term
         self._totals: tuple[int, float] | None = None  # documents, total length
 
@@ -38,12 +46,16 @@ class CollectionStats:
         new = [t for t, df in known.items() if df == -1]
         totals = self._totals
         if new or totals is None:
-            got = self._ask(new, threads)
-            totals = self._totals = (got.n_docs, got.total_length)
+            read = None if totals is None or self._local is None else self._local.df(new)
+            if read is None:
+                got = self._ask(new, threads)
+                totals = self._totals = (got.n_docs, got.total_length)
+                read = got.df
             if len(self._df) + len(new) > TERMS_KEPT:
                 self._df.clear()
             for t in new:
-                known[t] = self._df[t] = got.df.get(t)
+                known[t] = self._df[t] = read.get(t)
+        assert totals is not None
         return TermStats(*totals, {t: df for t, df in known.items() if df is not None})
 
 
@@ -53,32 +65,145 @@ class CollectionPostings:
 
     def __init__(self, shards: Sequence[Shard], offsets: np.ndarray) -> None:
         self._shards = list(shards)
-        self._offsets = [int(at) for at in offsets[:-1]]
+        self._offsets = offsets
+        self._tables: _Tables | None = None
         self._kept: dict[str, tuple[tuple[int, float, int | None], np.ndarray, np.ndarray]] = {}
         self._bytes = 0
 
+    @property
+    def tables(self) -> _Tables:
+        if self._tables is None:
+            self._tables = _Tables(self._shards, self._offsets)
+        return self._tables
+
+    def kept(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray] | None:
+        """``of(token, stats)`` when it is kept (weighed before under these statistics)."""
+        kept = self._kept.get(token)
+        key = (stats.n_docs, stats.total_length, stats.df.get(token))
+        return (kept[1], kept[2]) if kept is not None and kept[0] == key else None
+
     def usable(self) -> bool:
         """Whether every shard can give its postings (a remote one cannot)."""
-        return all(getattr(s, "text_stored", None) is not None for s in self._shards)
+        return all(getattr(s, "text_tables", None) is not None for s in self._shards)
+
+    def df(self, tokens: Sequence[str]) -> dict[str, int] | None:
+        """Each token's count of live chunks holding it, over the shards that know it (what
+        the shards' ``term_stats`` give, combined), read from the tables in one pass where
+        asking 16 shards cost 0.13 ms a query; None where a shard is not local."""
+        if not self.usable():
+            return None
+        tables, found = self.tables, {}
+        for token in tokens:
+            spans = tables.spans(token)
+            if spans:
+                found[token] = sum(tables.live(s, a, b) for s, a, b in spans)
+        return found
 
     def of(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
         """The collection ordinals (ascending) of the live chunks holding ``token``, and its
         weight in each under ``stats``."""
-        key = (stats.n_docs, stats.total_length, stats.df.get(token))
-        kept = self._kept.get(token)
-        if kept is not None and kept[0] == key:
-            return kept[1], kept[2]
-        parts, rows_of = [], [np.empty(0, dtype=np.int64)]
-        for shard, at in zip(self._shards, self._offsets, strict=True):
-            part = shard.text_stored(token)  # type: ignore[attr-defined]
-            if part is not None:
-                parts.append(part)
-                rows_of.append(part.docs.astype(np.int64) + at)
-        rows, weights = np.concatenate(rows_of), reweigh(parts, stats, token)
-        size = rows.nbytes + weights.nbytes
+        kept = self.kept(token, stats)
         if kept is not None:
+            return kept
+        return self._keep(token, stats, *self.tables.postings(token, stats))
+
+    def _keep(
+        self, token: str, stats: TermStats, rows: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        key = (stats.n_docs, stats.total_length, stats.df.get(token))
+        size = rows.nbytes + weights.nbytes
+        if token in self._kept:
             self._kept[token] = (key, rows, weights)  # the same postings: the same size
         elif self._bytes + size <= POSTINGS_CACHE_BYTES:
             self._kept[token] = (key, rows, weights)
             self._bytes += size
         return rows, weights
+
+
+class _Tables:
+    """Every local shard's BM25 tables read as one: a term is looked up in each shard's
+    vocabulary, and its postings over every shard are gathered, weighed and cut as one
+    array, each chunk's length normalizations (under its shard's statistics, and under the
+    collection's) computed once for the collection and read per posting, the float64 steps
+    done in place. Gathered and weighed shard by shard, each term paid a Python object per
+    shard and some twenty passes over its postings: 16 shards of 300,000 chunks, a query's
+    weighing when all its words are new 1.00 against 1.64 ms (median of 900 queries)."""
+
+    def __init__(self, shards: Sequence[Shard], offsets: np.ndarray) -> None:
+        got = [s.text_tables() for s in shards]  # type: ignore[attr-defined]
+        scorers = [g for g, _ in got]
+        self.vocabularies = [g.index.term_index for g in scorers]
+        self.indexes = [g.index for g in scorers]
+        self.at = np.asarray(offsets[:-1], dtype=np.int64)
+        self.params = [(g.k1, g.b, g.index.scale) for g in scorers]
+        self.lengths = [g.lengths for g in scorers]
+        # scale * each chunk's normalization under its own shard's statistics (recovering tf)
+        self.scaled = np.concatenate(
+            [g.index.scale * length_norm(g.lengths, g.k1, g.b, g.avgdl or 1.0) for g in scorers]
+        )
+        self._norm: tuple[float, np.ndarray] | None = None  # under the collection's
+        self.dead = None
+        if any(d is not None for _, d in got):
+            self.dead = np.concatenate(
+                [np.zeros(g.index.n_docs, dtype=bool) if d is None else d for g, d in got]
+            )
+
+    def norm(self, avgdl: float) -> np.ndarray:
+        """Each chunk's length normalization under the collection's average length."""
+        if self._norm is None or self._norm[0] != avgdl:
+            parts = [
+                length_norm(dl, k1, b, avgdl)
+                for dl, (k1, b, _) in zip(self.lengths, self.params, strict=True)
+            ]
+            self._norm = (avgdl, np.concatenate(parts))
+        return self._norm[1]
+
+    def spans(self, token: str) -> list[tuple[int, int, int]]:
+        """(shard, start, end) of ``token``'s postings in each shard that knows it."""
+        found = []
+        for s, vocabulary in enumerate(self.vocabularies):
+            i = vocabulary.get(token)
+            if i is not None:
+                start, end = self.indexes[s].indptr[i : i + 2].tolist()
+                found.append((s, start, end))
+        return found
+
+    def live(self, shard: int, start: int, end: int) -> int:
+        """How many of a shard's postings [start, end) are in live chunks."""
+        if self.dead is None:
+            return end - start
+        docs = self.indexes[shard].doc_ids[start:end]
+        return end - start - int(np.count_nonzero(self.dead[docs + self.at[shard]]))
+
+    def postings(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
+        """``token``'s live postings over every shard and its weights under ``stats``."""
+        found = self.spans(token)
+        if not found:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        indexes = [self.indexes[s] for s, _, _ in found]
+        parts = list(zip(indexes, found, strict=True))
+        rows = np.concatenate([x.doc_ids[a:b] for x, (_, a, b) in parts], dtype=np.int64)
+        ratio = np.concatenate([x.weights[a:b] for x, (_, a, b) in parts], dtype=np.float64)
+        counts, at = [], 0
+        for x, (s, start, end) in parts:  # each shard's part, in place
+            counts.append(end - start)
+            part = slice(at, at + end - start)
+            rows[part] += self.at[s]
+            ratio[part] /= idf(x.n_docs, end - start)  # the weight over its shard's idf
+            at += end - start
+        scale = _each([self.params[s][2] for s, _, _ in found], counts)
+        tf = tf_of(ratio, self.scaled[rows], scale)
+        keep = None if self.dead is None else ~self.dead[rows]
+        live = len(rows) if keep is None else int(np.count_nonzero(keep))
+        avgdl = (stats.total_length / stats.n_docs if stats.n_docs else 1.0) or 1.0
+        weight = idf(stats.n_docs, stats.df.get(token, live))
+        weighed = weigh(weight, tf, self.norm(avgdl)[rows])
+        return (rows, weighed) if keep is None else (rows[keep], weighed[keep])
+
+
+def _each(values: list[float], counts: list[int]) -> Any:
+    """One value for every posting when the shards agree (the same bits as repeated), else
+    each shard's value repeated over its postings."""
+    if all(v == values[0] for v in values):
+        return values[0]
+    return np.repeat(np.asarray(values, dtype=np.float64), counts)
