@@ -37,6 +37,7 @@ from urna.index.bm25 import TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.filters import Filter
+from urna.search.hits import across
 from urna.search.merge import merge_top
 from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
 from urna.search.postings import CollectionPostings, CollectionStats
@@ -349,6 +350,9 @@ class Searcher:
         idx = np.asarray(idx, dtype=np.int64)
         if len(self.shards) == 1:
             return self.shards[0].make_hits(idx, scores, spec)
+        makers = [getattr(s, "hit_maker", None) for s in self.shards]
+        if spec.at is None and all(m is not None for m in makers):  # local: one pass
+            return across(makers, self.offsets, idx, np.asarray(scores), spec)  # type: ignore[arg-type]
         out: list[Hit | None] = [None] * len(idx)
         for s, at in self.owners(idx):
             where, offset = at.tolist(), int(self.offsets[s])

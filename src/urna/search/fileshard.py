@@ -63,7 +63,7 @@ class FileShard(FileView):
         self._store = ChunkStore(container)
         self._columns = FieldColumns(self._store, container.chunk_fields)
         self._filters = FilterIndex(self._columns)
-        self._hits = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
+        self.hit_maker = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
         self._scorer: GlobalScorer | None = None
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals
@@ -283,7 +283,7 @@ class FileShard(FileView):
 
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         """Hits for ranked ordinals of this file (with their citations and snippets)."""
-        return self._hits(idx, scores, spec)
+        return self.hit_maker(idx, scores, spec)
 
     # --- citations -----------------------------------------------------------
 
