@@ -139,7 +139,8 @@ def test_one_exact_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pa
 def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Path) -> None:
     """The core scores BM25 into one array for all local shards (``search/pooled.py``): the
     same ordinals and score bits as each shard's own top merged, on texts of a few words
-    (many equal scores, sources spread over shards), with deleted chunks."""
+    (many equal scores, sources spread over shards, shards of unlike lengths), with deleted
+    chunks; weighing only the rows the bounds let through, or every posting."""
     import numpy as np
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -167,7 +168,7 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
             path = tmp_path / f"t{next(built)}.urna"
             chunks = [
                 {
-                    "text": " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 3))),
+                    "text": " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 6))),
                     "source_uri": f"doc{rng.randint(0, 9)}.txt",
                     "byte_start": i * 4,
                     "byte_end": i * 4 + 2,
@@ -195,9 +196,16 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
-            with mock.patch.object(pooled, "_seed", lambda *_: None):  # every row selected among
-                plain = one_text_pass(searcher, tokens, stats, depth, None)
-            assert plain is not None and plain[0].tolist() == ours[0].tolist()
+            # The bounded pass answered (weighing only the rows that can rank), and weighing
+            # every posting gives the same, with or without the seed's bound.
+            assert pooled._bounded_pass(searcher, tokens, stats, depth) is not None
+            with mock.patch.object(pooled, "_bounded_pass", lambda *_: None):
+                full = one_text_pass(searcher, tokens, stats, depth, None)
+                with mock.patch.object(pooled, "_seed", lambda *_: None):
+                    plain = one_text_pass(searcher, tokens, stats, depth, None)
+            for other in (full, plain):
+                assert other is not None and other[0].tolist() == ours[0].tolist()
+                assert np.asarray(other[1]).tobytes() == np.asarray(ours[1]).tobytes()
 
     check()
 

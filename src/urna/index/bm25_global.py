@@ -75,9 +75,10 @@ def recover_tf(
     return tf_of(ratio, scale * length_norm(dl, k1, b, avgdl), scale)
 
 
-def weigh(weight: float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+def weigh(weight: Any, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """BM25's float32 weights, idf * tf / (tf + norm), computed in float64 as the build
-    computes them (``norm``: each posting's ``length_norm`` under the statistics used)."""
+    computes them (``norm``: each posting's ``length_norm`` under the statistics used;
+    ``weight``: the idf, or one per posting: the same operations element by element)."""
     return (weight * tf / (tf + norm)).astype(np.float32)
 
 

@@ -9,12 +9,14 @@ Here the shards only propose, and the core decides once:
   can be among the best only if a + b reaches the depth-th best of every a - b, so only
   those rows are scored exactly. The answer is, bit for bit, the merge of each shard's
   exact top (``tests/test_fanout.py`` checks it under hypothesis).
-- ``one_text_pass``: the query terms' postings over every shard, weighed under the
-  collection's statistics (``search/postings.py``), are added into one array, and one top
-  is taken over it, as one file takes its own (a shard alone would select its own depth
-  best first), among the chunks that reach the bound the rarest query term's chunks give
-  (``index/bm25.py``'s ``above_seed``). Ties at the cut go by source, then position, as
-  the merge orders them.
+- ``one_text_pass``: the query terms' postings over every shard are added into one
+  array, and one top is taken over it, as one file takes its own (a shard alone would
+  select its own depth best first). What is added first is each posting's upper bound
+  under the collection's statistics (its stored weight times its shard's factor); only
+  the chunks whose bound reaches what the rarest query term's chunks surely score
+  (``index/bm25.py``'s ``above_seed``, with the bounds) are weighed exactly, the float64
+  weighing that cost a million-chunk collection most of its BM25 time. Ties at the cut
+  go by source, then position, as the merge orders them.
 - ``pooled_walk``: each shard's graph is walked (in threads where they pay), the
   candidates pooled, and the 2 max(ef, k) nearest by the graphs' own distances reranked
   exactly, as one file reranks its own 2 max(ef, k), and ranked once.
@@ -134,6 +136,9 @@ def one_text_pass(
     postings = searcher.postings
     if kept is not None or not postings.usable():
         return None
+    found = _bounded_pass(searcher, tokens, stats, depth)
+    if found is not None:
+        return found
     pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
     for token, count in Counter(tokens).items():
         rows, weights = postings.of(token, stats)
@@ -153,6 +158,64 @@ def one_text_pass(
         return None  # a forged weight: the shards' own tops set it aside
     order = ranked(chosen, scores, depth, searcher.source_uris)
     return chosen[order], scores[order]
+
+
+def _bounded_pass(
+    searcher: Searcher, tokens: Sequence[str], stats: TermStats, depth: int
+) -> Pair | None:
+    """``one_text_pass``'s answer, bit for bit, weighing only the chunks that can reach the
+    top. Every chunk's score is bounded from above by its stored weights times each shard's
+    factor (``_Tables.upper``: one multiply per posting, no float64 weighing), and from
+    below by its shard's ``least`` times that; the rows whose upper bound reaches the
+    depth-th best lower bound among the seed's rows (``above_seed``'s seed: a deleted
+    chunk's bound is 0) are the only ones that can rank, and only their postings are
+    weighed, in the pool's order of addition (so the same float32 sums). None where a
+    bound is not proven: the caller then weighs every posting."""
+    postings = searcher.postings
+    pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
+    terms = []
+    for token, count in Counter(tokens).items():
+        got = postings.bounded(token, stats)
+        if got is None:
+            continue
+        term, upper = got
+        if upper is None:
+            return None
+        pool[term.rows] += upper if count == 1 else upper * np.float32(count)
+        terms.append((token, term, count))
+    if not terms:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    if not np.isfinite(pool).all():
+        return None
+    # Each sum is within (1 + eps) of its exact value: float32 roundings, a few per term.
+    eps = (sum(c for _, _, c in terms) + 8) * 2.0**-20
+    held = [(stats.df[t], t, term) for t, term, _ in terms if stats.df.get(t, 0) >= depth]
+    hit = None
+    if held:  # the depth-th best seed row surely scores low: so must any row that ranks
+        seed = min(held)[2]
+        low = kth_largest(pool[seed.rows] * postings.tables.least(seed, stats), depth)
+        if low > 0:
+            hit = np.flatnonzero(pool >= low * (1 - eps) / (1 + 2 * eps))
+    if hit is None:
+        hit = np.flatnonzero(pool)
+    if len(hit) == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    theres, picked = [], []
+    for _, term, _ in terms:
+        at = np.minimum(np.searchsorted(term.rows, hit), len(term.rows) - 1)
+        there = term.rows[at] == hit
+        theres.append(there)
+        picked.append((term, at[there]))
+    scores = np.zeros(len(hit), dtype=np.float32)
+    weighed = postings.tables.weighed_at(picked, stats)
+    for (_, _, count), there, weights in zip(terms, theres, weighed, strict=True):
+        scores[there] += weights if count == 1 else weights * np.float32(count)
+    threshold = kth_largest(scores, min(depth, len(hit)))
+    chosen = np.flatnonzero(scores >= threshold)
+    if not (np.isfinite(threshold) and threshold > 0 and np.isfinite(scores).all()):
+        return None
+    order = ranked(hit[chosen], scores[chosen], depth, searcher.source_uris)
+    return hit[chosen][order], scores[chosen][order]
 
 
 def _seed(
