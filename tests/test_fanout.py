@@ -148,6 +148,7 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
     from tests.conftest import PLACEHOLDER
     from urna.index.bm25_global import TermStats
     from urna.search import pooled
+    from urna.search import postings as postings_module
     from urna.search.merge import merge_top
     from urna.search.pooled import one_text_pass
 
@@ -190,24 +191,40 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
                 searcher.stats.of([])  # from their tables (deleted chunks left out)
             assert searcher.stats.of(tokens) == stats
             assert searcher.stats.of(tokens) == stats  # kept
-            ours = one_text_pass(searcher, tokens, stats, depth, None)
+            before = tokens[:1] if rng.random() < 0.5 else []
+            if before:  # one word seen before: the query mixes exact weights and bounds
+                one_text_pass(searcher, before, stats, depth, None)
+            real, answered = pooled._bounded_top, []
+            known = [t for t in tokens if stats.df.get(t)]
+            postings = searcher.postings
+
+            def spy(*args: Any) -> Any:
+                found = real(*args)
+                answered.append(found is not None)
+                return found
+
+            with mock.patch.object(pooled, "_bounded_top", spy):
+                ours = one_text_pass(searcher, tokens, stats, depth, None)
+            assert not any(postings.kept(t, stats) for t in known if t not in before)
             assert ours is not None
+            assert answered == ([True] if any(t not in before for t in known) else [])  # bounds
             parts = [s.text_top(tokens, stats, depth, None) for s in shards]
             theirs = merge_top(searcher._global(parts), depth, searcher.source_uris)
             assert ours[0].tolist() == theirs[0].tolist()
             assert np.asarray(ours[1]).tobytes() == np.asarray(theirs[1]).tobytes()
-            # The bounded pass answered (weighing only the rows that can rank), and weighing
-            # every posting gives the same, with or without the seed's bound.
-            assert pooled._bounded_pass(searcher, tokens, stats, depth) is not None
-            with mock.patch.object(pooled, "_bounded_pass", lambda *_: None):
-                full = one_text_pass(searcher, tokens, stats, depth, None)
-                with mock.patch.object(pooled, "_seed", lambda *_: None):
-                    plain = one_text_pass(searcher, tokens, stats, depth, None)
-            for other in (full, plain):
+            # Seen again, each word is weighed in full and kept; then every weight is known,
+            # and the one array is cut by the seed's bound, or without it: the same answer.
+            again = one_text_pass(searcher, tokens, stats, depth, None)
+            assert all(postings.kept(t, stats) is not None for t in known)
+            full = one_text_pass(searcher, tokens, stats, depth, None)
+            with mock.patch.object(pooled, "_seed", lambda *_: None):
+                plain = one_text_pass(searcher, tokens, stats, depth, None)
+            for other in (again, full, plain):
                 assert other is not None and other[0].tolist() == ours[0].tolist()
                 assert np.asarray(other[1]).tobytes() == np.asarray(ours[1]).tobytes()
 
-    check()
+    with mock.patch.object(postings_module, "BOUND_MIN", 1):  # every word bounded first
+        check()
 
 
 def test_a_collection_asks_its_shards_for_a_terms_statistics_once(collection: Path) -> None:

@@ -44,7 +44,7 @@ from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
 from urna.search.order import ranked
-from urna.search.postings import CollectionPostings
+from urna.search.postings import CollectionPostings, Term
 from urna.search.shard import RERANK_FACTOR, Pair, Ranking, Shard
 
 
@@ -132,18 +132,23 @@ def one_text_pass(
 ) -> Pair | None:
     """BM25's top ``depth`` (scores above 0) over local shards' chunks, scored into one
     array from the collection's postings; None with a filter or a shard that cannot give
-    its postings."""
+    its postings. A long posting list seen for the first time is added as its bounds
+    (``_bounded_top``), every other as its exact weights."""
     postings = searcher.postings
     if kept is not None or not postings.usable():
         return None
-    found = _bounded_pass(searcher, tokens, stats, depth)
-    if found is not None:
-        return found
-    pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
+    terms = []
     for token, count in Counter(tokens).items():
-        rows, weights = postings.of(token, stats)
+        got = postings.bounded(token, stats)  # (rows, weights or bounds, term or None)
+        if got is not None:
+            terms.append((token, *got, count))
+    pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
+    for _, rows, weights, _, count in terms:
         pool[rows] += weights if count == 1 else weights * np.float32(count)
-    hit = above_seed(pool, depth, _seed(postings, tokens, stats, depth))
+    if any(term is not None for _, _, _, term, _ in terms):
+        return _bounded_top(searcher, terms, pool, stats, depth)
+    seed = _seed(terms, stats, depth)
+    hit = above_seed(pool, depth, None if seed is None else seed[1])
     want = depth
     if hit is None:
         matched = int(np.count_nonzero(pool))
@@ -160,56 +165,51 @@ def one_text_pass(
     return chosen[order], scores[order]
 
 
-def _bounded_pass(
-    searcher: Searcher, tokens: Sequence[str], stats: TermStats, depth: int
+Terms = list[tuple[str, np.ndarray, np.ndarray, Term | None, int]]
+
+
+def _bounded_top(
+    searcher: Searcher, terms: Terms, pool: np.ndarray, stats: TermStats, depth: int
 ) -> Pair | None:
-    """``one_text_pass``'s answer, bit for bit, weighing only the chunks that can reach the
-    top. Every chunk's score is bounded from above by its stored weights times each shard's
-    factor (``_Tables.upper``: one multiply per posting, no float64 weighing), and from
-    below by its shard's ``least`` times that; the rows whose upper bound reaches the
-    depth-th best lower bound among the seed's rows (``above_seed``'s seed: a deleted
-    chunk's bound is 0) are the only ones that can rank, and only their postings are
-    weighed, in the pool's order of addition (so the same float32 sums). None where a
-    bound is not proven: the caller then weighs every posting."""
-    postings = searcher.postings
-    pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
-    terms = []
-    for token, count in Counter(tokens).items():
-        got = postings.bounded(token, stats)
-        if got is None:
-            continue
-        term, upper = got
-        if upper is None:
-            return None
-        pool[term.rows] += upper if count == 1 else upper * np.float32(count)
-        terms.append((token, term, count))
-    if not terms:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    """``one_text_pass``'s answer, bit for bit, from a pool holding upper bounds: a bounded
+    term's weights are at most its stored weights times its shard's factor
+    (``_Tables.upper``: one multiply per posting, no float64 weighing) and at least its
+    shard's ``least`` times that. Only the rows whose bound reaches the depth-th best lower
+    bound among the seed's rows (``above_seed``'s seed: a deleted chunk's bound is 0) can
+    rank; only their postings are weighed, and added in the pool's order (so the same
+    float32 sums). None for a score that is not finite (the shards' own tops set it aside).
+    """
     if not np.isfinite(pool).all():
         return None
     # Each sum is within (1 + eps) of its exact value: float32 roundings, a few per term.
-    eps = (sum(c for _, _, c in terms) + 8) * 2.0**-20
-    held = [(stats.df[t], t, term) for t, term, _ in terms if stats.df.get(t, 0) >= depth]
+    eps = (sum(t[4] for t in terms) + 8) * 2.0**-20
+    seed = _seed(terms, stats, depth)
     hit = None
-    if held:  # the depth-th best seed row surely scores low: so must any row that ranks
-        seed = min(held)[2]
-        low = kth_largest(pool[seed.rows] * postings.tables.least(seed, stats), depth)
+    if seed is not None:  # the depth-th best seed row surely scores low: so must any that ranks
+        term, rows = seed
+        least = searcher.postings.tables.least(stats, None if term is None else term.shards)
+        low = kth_largest(pool[rows], depth) * least
         if low > 0:
             hit = np.flatnonzero(pool >= low * (1 - eps) / (1 + 2 * eps))
     if hit is None:
         hit = np.flatnonzero(pool)
     if len(hit) == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-    theres, picked = [], []
-    for _, term, _ in terms:
-        at = np.minimum(np.searchsorted(term.rows, hit), len(term.rows) - 1)
-        there = term.rows[at] == hit
+    theres, picked, known = [], [], []
+    for _, rows, weights, term, _ in terms:
+        at = np.minimum(np.searchsorted(rows, hit), len(rows) - 1)
+        there = rows[at] == hit
         theres.append(there)
-        picked.append((term, at[there]))
+        if term is None:
+            known.append(weights[at[there]])
+        else:
+            picked.append((term, at[there]))
+    weighed = iter(searcher.postings.tables.weighed_at(picked, stats) if picked else [])
+    exact = iter(known)
     scores = np.zeros(len(hit), dtype=np.float32)
-    weighed = postings.tables.weighed_at(picked, stats)
-    for (_, _, count), there, weights in zip(terms, theres, weighed, strict=True):
-        scores[there] += weights if count == 1 else weights * np.float32(count)
+    for (_, _, _, term, count), there in zip(terms, theres, strict=True):
+        found = next(exact) if term is None else next(weighed)
+        scores[there] += found if count == 1 else found * np.float32(count)
     threshold = kth_largest(scores, min(depth, len(hit)))
     chosen = np.flatnonzero(scores >= threshold)
     if not (np.isfinite(threshold) and threshold > 0 and np.isfinite(scores).all()):
@@ -218,13 +218,16 @@ def _bounded_pass(
     return hit[chosen][order], scores[chosen][order]
 
 
-def _seed(
-    postings: CollectionPostings, tokens: Sequence[str], stats: TermStats, depth: int
-) -> np.ndarray | None:
-    """The chunks holding the query's rarest term held by ``depth`` chunks or more in the
-    collection (``above_seed`` bounds the top with them), as collection ordinals; or None."""
-    held = [(stats.df[t], t) for t in set(tokens) if stats.df.get(t, 0) >= depth]
-    return postings.of(min(held)[1], stats)[0] if held else None
+def _seed(terms: Terms, stats: TermStats, depth: int) -> tuple[Term | None, np.ndarray] | None:
+    """The query's rarest term held by ``depth`` chunks or more in the collection (its rows
+    bound the top: ``above_seed``), with its rows (collection ordinals); or None."""
+    held = [
+        (stats.df[t], t, term, rows) for t, rows, _, term, _ in terms if stats.df.get(t, 0) >= depth
+    ]
+    if not held:
+        return None
+    _, _, term, rows = min(held, key=lambda h: (h[0], h[1]))
+    return term, rows
 
 
 def pooled_walk(
