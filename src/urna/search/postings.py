@@ -185,7 +185,8 @@ class _Tables:
         self.lengths = [g.lengths for g in scorers]
         self.avgdls = np.asarray([g.avgdl or 1.0 for g in scorers], dtype=np.float64)
         # A weight under the collection's statistics lies within a factor of its stored one
-        # (``bounds``) when every shard's normalization grows with length: 0 <= b <= 1.
+        # (``upper``, ``least``) when every shard's normalization grows with length, with
+        # 0 <= b <= 1 (and k1 > 0).
         self.bounded = all(k1 > 0 and 0 <= b <= 1 for k1, b, _ in self.params)
         # scale * each chunk's normalization under its own shard's statistics (recovering tf)
         self.scaled = np.concatenate(
@@ -281,13 +282,6 @@ class _Tables:
         tf = tf_of(ratio, self.scaled[rows], scale)
         out = weigh(weight, tf, self.norm(_avgdl(stats))[rows])
         return np.split(out, np.cumsum(counts)[:-1])
-
-    def postings(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
-        """``token``'s live postings over every shard and its weights under ``stats``."""
-        term = self.gather(token, stats)
-        if term is None:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        return self.exact(term, stats)
 
     def exact(self, term: Term, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
         """The term's live postings and their weights under ``stats``."""
