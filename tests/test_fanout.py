@@ -282,3 +282,49 @@ def test_hnsw_over_shards_reranks_one_pool(collection: Path) -> None:
         assert agree >= 0.95 * 10 * len(vectors)
         filtered = corpus.run(Query(vector=vectors[0], k=5, method="ann", where={"team": "red"}))
         assert filtered.index_type == "exact"  # a filter: exact over what it keeps
+
+
+def test_threads_sharing_a_collections_postings_keep_its_byte_counts(collection: Path) -> None:
+    """A server's threads share one collection's postings caches: text queries asked from 8
+    threads at once (every word bounded on its first sighting, weighed in full on its
+    second) answer as asked one after another, and each cache's byte count is what it
+    holds."""
+    import sys
+    import threading
+
+    from urna.search import postings as postings_module
+
+    rng = random.Random(11)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(16)]
+    queries = [Query(text=t, k=8, mode="text") for t in texts]
+    with urna.open(collection) as alone:
+        expected = [answer(alone, q) for q in queries]
+    switch = sys.getswitchinterval()
+    with mock.patch.object(postings_module, "BOUND_MIN", 1), urna.open(collection) as corpus:
+        got: dict[int, list[Any]] = {}
+        errors: list[BaseException] = []
+
+        def ask(worker: int) -> None:
+            try:
+                for j in range(2 * len(queries)):
+                    i = (j * 7 + worker * 5) % len(queries)
+                    got.setdefault(i, []).append(answer(corpus, queries[i]))
+            except BaseException as e:  # surfaced below
+                errors.append(e)
+
+        sys.setswitchinterval(1e-6)  # threads handed over as often as CPython allows
+        try:
+            threads = [threading.Thread(target=ask, args=(w,)) for w in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+        finally:
+            sys.setswitchinterval(switch)
+        assert not errors and not any(t.is_alive() for t in threads)
+        postings = corpus._searcher.postings
+        assert postings._bytes == sum(r.nbytes + w.nbytes for _, r, w in postings._kept.values())
+        assert postings._term_bytes == sum(v[3] for v in postings._terms.values())
+        assert postings._kept  # words were weighed in full and kept
+    for i, answers in got.items():
+        assert all(a == expected[i] for a in answers)

@@ -27,6 +27,7 @@ its full weighing), 0.72 against 0.71.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,9 +82,12 @@ class CollectionStats:
 
 class CollectionPostings:
     """Each term's (ordinals, weights) over local shards; the shards and their deletions
-    are fixed for the life of the searcher that holds this (a new version opens anew)."""
+    are fixed for the life of the searcher that holds this (a new version opens anew).
+    A server's threads share it: the caches and their byte counts change under a lock,
+    while the weighing runs outside it."""
 
     def __init__(self, shards: Sequence[Shard], offsets: np.ndarray) -> None:
+        self._lock = threading.Lock()
         self._shards = list(shards)
         self._offsets = offsets
         self._tables: _Tables | None = None
@@ -94,9 +98,10 @@ class CollectionPostings:
 
     @property
     def tables(self) -> _Tables:
-        if self._tables is None:
-            self._tables = _Tables(self._shards, self._offsets)
-        return self._tables
+        with self._lock:
+            if self._tables is None:
+                self._tables = _Tables(self._shards, self._offsets)
+            return self._tables
 
     def kept(self, token: str, stats: TermStats) -> tuple[np.ndarray, np.ndarray] | None:
         """``of(token, stats)`` when it is kept (weighed before under these statistics)."""
@@ -135,9 +140,11 @@ class CollectionPostings:
         kept = self.kept(token, stats)
         if kept is not None:
             return kept[0], kept[1], None
-        found = self._terms.pop(token, None)
+        with self._lock:
+            found = self._terms.pop(token, None)
+            if found is not None:
+                self._term_bytes -= found[3]
         if found is not None:
-            self._term_bytes -= found[3]
             if found[0] == key:  # seen before: weighed in full now, and kept
                 rows, weights = self.tables.exact(found[1], stats)
                 return *self._keep(token, stats, rows, weights), None
@@ -148,9 +155,10 @@ class CollectionPostings:
         if upper is None:  # a short list is weighed in full for about what bounds cost
             return *self._keep(token, stats, *self.tables.exact(term, stats)), None
         size = term.rows.nbytes + term.stored.nbytes + upper.nbytes
-        if self._term_bytes + size <= POSTINGS_CACHE_BYTES:
-            self._terms[token] = (key, term, upper, size)
-            self._term_bytes += size
+        with self._lock:
+            if token not in self._terms and self._term_bytes + size <= POSTINGS_CACHE_BYTES:
+                self._terms[token] = (key, term, upper, size)
+                self._term_bytes += size
         return term.rows, upper, term
 
     def _keep(
@@ -158,11 +166,12 @@ class CollectionPostings:
     ) -> tuple[np.ndarray, np.ndarray]:
         key = (stats.n_docs, stats.total_length, stats.df.get(token))
         size = rows.nbytes + weights.nbytes
-        if token in self._kept:
-            self._kept[token] = (key, rows, weights)  # the same postings: the same size
-        elif self._bytes + size <= POSTINGS_CACHE_BYTES:
-            self._kept[token] = (key, rows, weights)
-            self._bytes += size
+        with self._lock:
+            if token in self._kept:
+                self._kept[token] = (key, rows, weights)  # the same postings: the same size
+            elif self._bytes + size <= POSTINGS_CACHE_BYTES:
+                self._kept[token] = (key, rows, weights)
+                self._bytes += size
         return rows, weights
 
 
