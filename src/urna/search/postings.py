@@ -144,10 +144,9 @@ class CollectionPostings:
             found = self._terms.pop(token, None)
             if found is not None:
                 self._term_bytes -= found[3]
-        if found is not None:
-            if found[0] == key:  # seen before: weighed in full now, and kept
-                rows, weights = self.tables.exact(found[1], stats)
-                return *self._keep(token, stats, rows, weights), None
+        if found is not None and found[0] == key:  # seen before: weighed in full now, kept
+            rows, weights = self.tables.exact(found[1], stats)
+            return *self._keep(token, stats, rows, weights), None
         term = self.tables.gather(token, stats)
         if term is None:
             return None
