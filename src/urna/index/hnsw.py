@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import threading
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,10 @@ VERSION = 1
 CONNECTIVITY = 32
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 100
+# The expansion a chunk's graph neighbours are found at: usearch's default, which every
+# file's chunk graph was built with (a viewed index starts at it), and which validation
+# recomputes them at, whatever queries asked before.
+NEIGHBOURS_EXPANSION = 64
 _HEAD = struct.Struct("<IQIIII")
 WHERE = f"section {section_label(SectionId.HNSW_INDEX)}"
 _KINDS = {
@@ -111,6 +116,10 @@ class HNSWIndex:
         if len(index) != count:
             raise _bad(f"usearch index holds {len(index)} vectors, expected {count}")
         self._index = index
+        # A walk's expansion is a setting of the graph: set and walked under this lock, so a
+        # thread never walks at another's (usearch walks one graph one query at a time
+        # anyway; different graphs still walk in parallel).
+        self._walking = threading.Lock()
         self._blob = blob
         self.default_ef = int(ef)
         self.connectivity = int(connectivity)
@@ -124,11 +133,12 @@ class HNSWIndex:
         self, query: np.ndarray, count: int, ef: int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """``candidates`` with the graph's own distances (nearest first)."""
-        self._index.expansion_search = max(ef or self.default_ef, count)
         # One walk in the calling thread: usearch's default (threads=0) hands even one query
         # to its pool, 15-55 µs a walk (a 6,250-chunk graph at expansion 100: 129 against
         # 148-190 µs), and a collection already walks its shards in its own threads.
-        found = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
+        with self._walking:
+            self._index.expansion_search = max(ef or self.default_ef, count)
+            found = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
         keys = np.asarray(found.keys, dtype=np.int64)
         distances = np.asarray(found.distances, dtype=np.float32).reshape(-1)[: len(keys)]
         ok = (keys >= 0) & (keys < len(self._index))
@@ -139,7 +149,9 @@ class HNSWIndex:
     ) -> list[np.ndarray]:
         """Up to ``top_m`` nearest other chunks of each row's chunk (for the chunk graph):
         row r is chunk ``ordinals[r]`` (by default chunk r)."""
-        found = self._index.search(np.ascontiguousarray(matrix, dtype=np.float32), top_m + 1)
+        with self._walking:
+            self._index.expansion_search = NEIGHBOURS_EXPANSION
+            found = self._index.search(np.ascontiguousarray(matrix, dtype=np.float32), top_m + 1)
         keys = np.asarray(found.keys, dtype=np.int64).reshape(len(matrix), -1)
         own = np.arange(len(matrix)) if ordinals is None else np.asarray(ordinals)
         out = []
