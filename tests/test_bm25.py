@@ -327,6 +327,48 @@ def test_shards_score_as_one_file_bit_for_bit() -> None:
     check()
 
 
+def test_threads_sharing_a_scorer_keep_its_byte_count() -> None:
+    """A shard's ``GlobalScorer`` keeps each term's weights under a collection's statistics;
+    8 threads weighing the same new terms at once get the weights one thread gets, and the
+    bytes it counts are the bytes it keeps."""
+    import random
+    import sys
+    import threading
+
+    from urna.index.bm25_build import build_payload
+    from urna.index.bm25_global import GlobalScorer, TermStats
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    texts = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(3000)]
+    index = BM25Index(memoryview(build_payload(texts, sources=["s"] * len(texts))), len(texts))
+    alone = GlobalScorer(index)
+    tokens = index.tokenize(" ".join(words))
+    stats = TermStats(len(texts) * 2, alone.total_length * 3, alone.stats(tokens).df)
+    expected = {t: alone.postings(t, stats)[1].tobytes() for t in tokens}
+    shared, wrong = GlobalScorer(index), []
+
+    def weigh(first: int) -> None:
+        for j in range(len(tokens)):
+            token = tokens[(first + j) % len(tokens)]
+            if shared.postings(token, stats)[1].tobytes() != expected[token]:
+                wrong.append(token)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads handed over as often as CPython allows
+    try:
+        threads = [threading.Thread(target=weigh, args=(7 * i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not any(t.is_alive() for t in threads) and wrong == []
+    assert shared._weight_bytes == sum(w.nbytes for _, w in shared._weights.values())
+    assert len(shared._weights) == len(set(tokens))
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

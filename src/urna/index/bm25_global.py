@@ -7,6 +7,7 @@ term's document frequency); ``GlobalScorer`` rescores one index's postings with 
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,6 +113,7 @@ class GlobalScorer:
         self._norm: tuple[float, np.ndarray] | None = None
         self._weights: dict[int, tuple[tuple[int, int, float], np.ndarray]] = {}
         self._weight_bytes = 0  # bounded by bytes: a common term's postings can be millions
+        self._keeping = threading.Lock()  # a server's threads share the kept weights
 
     def stats(
         self,
@@ -192,9 +194,10 @@ class GlobalScorer:
         tf = self._tf(i)
         weight = idf(n_docs, df)
         weights = weigh(weight, tf, norm[1][self.index.doc_ids[start:end]])
-        if kept is not None:
-            self._weights[i] = (key, weights)  # the same postings: the same size
-        elif self._weight_bytes + weights.nbytes <= WEIGHT_CACHE_BYTES:
-            self._weights[i] = (key, weights)
-            self._weight_bytes += weights.nbytes
+        with self._keeping:
+            if i in self._weights:
+                self._weights[i] = (key, weights)  # the same postings: the same size
+            elif self._weight_bytes + weights.nbytes <= WEIGHT_CACHE_BYTES:
+                self._weights[i] = (key, weights)
+                self._weight_bytes += weights.nbytes
         return weights
