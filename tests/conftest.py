@@ -138,6 +138,36 @@ def random_file(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
+def in_threads(work: Callable[[int], None], firsts: list[int], timeout: float = 120) -> None:
+    """``work(first)`` for each of ``firsts`` in its own thread, handed over as often as
+    CPython allows; a thread's error is raised here, and a thread still running after
+    ``timeout`` seconds fails."""
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+
+    def guarded(first: int) -> None:
+        try:
+            work(first)
+        except BaseException as e:  # raised below, in the test's thread
+            errors.append(e)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=guarded, args=(first,)) for first in firsts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=timeout)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]
+
+
 def run(*args: str) -> Result:
     """Run the CLI in-process, as the console script does (same exit codes, split streams)."""
     return CliRunner().invoke(cli, list(args), prog_name="urna", catch_exceptions=True)

