@@ -47,6 +47,7 @@ from urna.index.bm25 import CONTEXT_DIVISOR
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
 from urna.search.fusion import FusionParams
+from urna.search.opening import write_text_table
 
 MAX_SHARDS = 1024
 Runner = Callable[[list[ShardTask]], list[ShardReport]]
@@ -261,7 +262,7 @@ def _full(
             return old  # nothing changed: no new version
         catalog = replace(catalog, parent=old_version)
         catalog = superseding(catalog, old, old_version)
-    _publish(folder, catalog)
+    _publish(folder, catalog, weigh=True)
     summary.changes = catalog.changes
     summary.rebuilt = sorted(reports, key=lambda r: r.index)
     summary.kept = [e.file or "" for e in kept]
@@ -390,8 +391,10 @@ def _catalog(
     )
 
 
-def _publish(folder: Path, catalog: Catalog) -> None:
-    """Keep the new version and make it the head (last, atomically), then remove the data
-    files no retained version names (and temporary files of killed writers)."""
+def _publish(folder: Path, catalog: Catalog, weigh: bool = False) -> None:
+    """Keep the new version and make it the head (last, atomically), remove the data files
+    no retained version names (and killed writers' files), then write its text table
+    (``weigh``: after a full build; an update leaves it to ``urna compact``)."""
     publish(folder, catalog)
     collect(folder)
+    write_text_table(folder, catalog, weigh)

@@ -37,9 +37,11 @@ from urna.build.update import add_deletions, segment_entry, superseding
 from urna.format.catalog import Catalog, ShardEntry, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.sources import SourceRow, read_table
+from urna.format.text_table import table_name
 from urna.format.versions import collect, now, publish, writing
 from urna.ingest.chunker import ChunkSpan
 from urna.search.corpus import open_corpus
+from urna.search.opening import write_text_table
 
 FOLD_PRESSURE = 1 / 3
 MERGE_FACTOR = 10
@@ -234,6 +236,9 @@ def compact_collection(folder: Path, model_path: Path | None = None) -> tuple[st
     with writing(folder):
         old, raw = read_catalog(folder)
         if not old.segments and not any(e.deleted for e in old.shards):
+            name = table_name(old)  # a collection an older urna built gains its text table
+            if name is not None and not (folder / name).is_file():
+                write_text_table(folder, old)
             return None
         version = Catalog.version_of(raw)
         target = target_of(folder, old, model_path)
@@ -246,4 +251,5 @@ def compact_collection(folder: Path, model_path: Path | None = None) -> tuple[st
         )
         new = publish(folder, catalog)
         collect(folder)
+        write_text_table(folder, catalog)
         return new, len(old.segments)

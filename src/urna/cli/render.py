@@ -301,6 +301,9 @@ def collection_lines(collection: Collection) -> list[str]:
         lines.append(kv("parent", c.parent or "none (the first version)"))
     if c.superseded:
         lines.append(kv("superseded", len(c.superseded)))
+    if c.tokenizer_version:
+        table = collection.text_table
+        lines.append(kv("text table", table or "none (a word is weighed when first asked)"))
     lines += field_lines(collection.fields())
     return lines
 

@@ -79,9 +79,24 @@ def build_payload(
     term_weight = np.array([idf(n, int(d)) for d in df.tolist()], dtype=np.float64)
     tf = freq.astype(np.float64) / scale
     weights = (term_weight[by_term] * tf / (tf + norm[doc_ids])).astype(np.float32)
+    head = (n, k1, b, avgdl, divisor, tokenizer)
+    return encode_payload(head, vocab, indptr, doc_ids, weights, lengths)
+
+
+def encode_payload(
+    head: tuple[int, float, float, float, int, str],
+    vocab: Sequence[str],
+    indptr: np.ndarray,
+    doc_ids: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+) -> bytes:
+    """The payload's bytes: ``head`` is (n_docs, k1, b, avgdl, context divisor, tokenizer),
+    ``vocab`` sorted by bytes, the arrays as ``index/bm25.py`` lays them out."""
+    n, k1, b, avgdl, divisor, tokenizer = head
     name = tokenizer.encode("utf-8")
-    head = _HEAD.pack(2 if divisor else 1, len(vocab), n, k1, b, avgdl, divisor)
-    parts = [head, U32.pack(len(name)), name]
+    packed = _HEAD.pack(2 if divisor else 1, len(vocab), n, k1, b, avgdl, divisor)
+    parts = [packed, U32.pack(len(name)), name]
     for word in vocab:
         raw = word.encode("utf-8")
         parts.append(U32.pack(len(raw)))
@@ -89,10 +104,10 @@ def build_payload(
     size = sum(len(p) for p in parts)
     parts.append(b"\0" * (-size % 8))
     parts += [
-        indptr.astype("<u8").tobytes(),
-        doc_ids.astype("<u4").tobytes(),
-        weights.astype("<f4").tobytes(),
-        lengths.astype("<u4").tobytes(),
+        np.asarray(indptr).astype("<u8").tobytes(),
+        np.asarray(doc_ids).astype("<u4").tobytes(),
+        np.asarray(weights).astype("<f4").tobytes(),
+        np.asarray(lengths).astype("<u4").tobytes(),
     ]
     return b"".join(parts)
 

@@ -22,7 +22,9 @@ from urna.format.catalog import Catalog, ShardEntry, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.regular import Outside, inside
 from urna.format.sources import read_table
+from urna.format.text_table import table_name
 from urna.format.versions import chain, pruned
+from urna.index.bm25 import BM25Index
 from urna.search.api import SearchAPI
 from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
@@ -31,6 +33,7 @@ from urna.search.corpus import open_corpus
 from urna.search.fileshard import FileShard
 from urna.search.fusion import FusionParams
 from urna.search.shard import Shard
+from urna.search.text_table import check_table
 
 
 class Collection(SearchAPI):
@@ -43,13 +46,14 @@ class Collection(SearchAPI):
         version: str,
         shards: Sequence[Shard],
         head: str | None = None,
+        table: BM25Index | None = None,
     ) -> None:
         self._folder = folder
         self.catalog = catalog
         self.version = version
         self.head = head or version  # the newest version (``version`` is older with ``at``)
         self.shards = list(shards)
-        self._searcher = Searcher(self.shards)
+        self._searcher = Searcher(self.shards, table)
         self._offsets = self._searcher.offsets
         self._by_hash = {s.content_hash: i for i, s in enumerate(self.shards)}
         first = self.shards[0].facts
@@ -201,10 +205,16 @@ class Collection(SearchAPI):
         s, local = self._locate(chunk.ordinal)
         return self.shards[s].verify_source(replace(chunk, ordinal=local), where)
 
+    @property
+    def text_table(self) -> str | None:
+        """The text table this version reads (``search/text_table.py``), or None."""
+        return table_name(self.catalog) if self._searcher.postings.table is not None else None
+
     def info(self) -> dict[str, Any]:
         return {
             "path": str(self.path),
             "collection_version": self.version,
+            "text_table": self.text_table,
             "catalog": self.catalog.to_json(),
             "shards": [s.info() for s in self.shards],
         }
@@ -236,6 +246,10 @@ class Collection(SearchAPI):
                 other = source_owner.setdefault(uri, name)
                 if other != name:
                     raise _bad(f"source {uri} is live in {other} and in {name}")
+        postings = self._searcher.postings
+        if postings.table is not None:  # derived: weighed again from the shards, compared
+            name = table_name(self.catalog) or ""
+            check_table(name, postings.table, postings, self._searcher.stats.of([]))
         return AuditReport(self.n_chunks, sections, self.version, self.version)
 
     def close(self) -> None:

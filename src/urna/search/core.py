@@ -33,7 +33,7 @@ from urna.embed.base import Embedder
 from urna.embed.gate import check_gate
 from urna.embed.registry import resolve_query
 from urna.errors import QueryError
-from urna.index.bm25 import TextHits
+from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.filters import Filter
@@ -64,7 +64,7 @@ PARALLEL_MIN = 20_000  # chunks in the smallest shard before threads pay (bench_
 class Searcher:
     """Runs queries over shards in catalog order (a file: one shard)."""
 
-    def __init__(self, shards: Sequence[Shard]) -> None:
+    def __init__(self, shards: Sequence[Shard], table: BM25Index | None = None) -> None:
         self.shards = list(shards)
         self.offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
         first = self.shards[0].facts
@@ -88,7 +88,7 @@ class Searcher:
         self._schema: dict[str, dict[str, int]] | None = None
         self.live = sum(s.facts.live for s in self.shards)  # less the catalog's deletions
         self.deletions = self.live != int(self.offsets[-1])
-        self.postings = CollectionPostings(self.shards, self.offsets)
+        self.postings = CollectionPostings(self.shards, self.offsets, table)
         self.stats = CollectionStats(self._ask_stats, self.postings)  # fixed for its life
 
     @property

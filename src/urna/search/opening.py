@@ -13,11 +13,13 @@ from urna.errors import FileError, FormatError, QueryError
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.reader import Verify
+from urna.format.text_table import table_name
 from urna.format.versions import read_version, resolve_at
 from urna.search.collection import Collection, shard_path
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
 from urna.search.shard import Shard
+from urna.search.text_table import open_table, write_table
 
 
 def open_path(
@@ -92,13 +94,28 @@ def open_collection(
             for key in ("embed_context", "embed_precision", "embed_batching", "embed_device"):
                 if other.manifest.get(key) != first.manifest.get(key):
                     raise _bad(f"shard {other.name} records another {key} than the first")
+        n_chunks = sum(s.facts.n_chunks for s in shards)
+        table = open_table(folder, catalog, n_chunks, hashes=verify == "full", private=private)
     except BaseException:
         for n, opened in enumerate(shards):
             if n not in shared:  # a shared file still answers for the version that opened it
                 opened.close()
         raise
     head = version if at is None else Catalog.version_of(read_catalog(folder)[1])
-    return Collection(folder, catalog, version, shards, head=head)
+    return Collection(folder, catalog, version, shards, head=head, table=table)
+
+
+def write_text_table(folder: Path, catalog: Catalog, weigh: bool = True) -> str | None:
+    """Weigh and write the head's text table (``search/text_table.py``), after a build or a
+    compaction published ``catalog``, and remove any other; its file name, or None when it
+    has none (``weigh`` False: only remove the others)."""
+    if not weigh or table_name(catalog) is None:
+        return write_table(folder, catalog, None, None)  # only removes the others
+    with open_collection(folder, verify="trusted") as collection:
+        searcher = collection._searcher
+        if not searcher.postings.usable():
+            return write_table(folder, catalog, None, None)
+        return write_table(folder, catalog, searcher.postings, searcher.stats.of([]))
 
 
 SAMPLED = 16  # chunks whose source's bucket an open checks, per shard

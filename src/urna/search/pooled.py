@@ -144,7 +144,8 @@ def one_text_pass(
             terms.append((token, *got, count))
     pool = np.zeros(int(searcher.offsets[-1]), dtype=np.float32)
     for _, rows, weights, _, count in terms:
-        pool[rows] += weights if count == 1 else weights * np.float32(count)
+        at = rows.astype(np.intp, copy=False)  # a stored u32 cast once, not per fancy index
+        pool[at] += weights if count == 1 else weights * np.float32(count)
     if any(term is not None for _, _, _, term, _ in terms):
         return _bounded_top(searcher, terms, pool, stats, depth)
     seed = _seed(terms, stats, depth)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.index.bm25 import idf
+from urna.index.bm25 import BM25Index, idf
 from urna.index.bm25_global import TermStats, length_norm, tf_of, weigh
 from urna.search.shard import Shard
 
@@ -86,9 +86,12 @@ class CollectionPostings:
     A server's threads share it: the caches and their byte counts change under a lock,
     while the weighing runs outside it."""
 
-    def __init__(self, shards: Sequence[Shard], offsets: np.ndarray) -> None:
+    def __init__(
+        self, shards: Sequence[Shard], offsets: np.ndarray, table: BM25Index | None = None
+    ) -> None:
         self._lock = threading.Lock()
         self._shards = list(shards)
+        self.table = table  # the weights stored under these shards' statistics, if written
         self._offsets = offsets
         self._tables: _Tables | None = None
         self._kept: dict[str, tuple[tuple[int, float, int | None], np.ndarray, np.ndarray]] = {}
@@ -119,6 +122,10 @@ class CollectionPostings:
         asking 16 shards cost 0.13 ms a query; None where a shard is not local."""
         if not self.usable():
             return None
+        if self.table is not None:
+            ids, indptr = self.table.term_index, self.table.indptr
+            held = ((t, ids.get(t)) for t in tokens)
+            return {t: int(indptr[i + 1] - indptr[i]) for t, i in held if i is not None}
         tables, found = self.tables, {}
         for token in tokens:
             spans = tables.spans(token)
@@ -138,6 +145,10 @@ class CollectionPostings:
         """
         if not stats.df.get(token):  # no live chunk holds it (its postings all deleted)
             return None
+        if self.table is not None:  # stored under these statistics: read as one file reads
+            i = self.table.term_index[token]
+            start, end = int(self.table.indptr[i]), int(self.table.indptr[i + 1])
+            return self.table.doc_ids[start:end], self.table.weights[start:end], None
         key = (stats.n_docs, stats.total_length, stats.df.get(token))
         kept = self.kept(token, stats)
         if kept is not None:
@@ -269,7 +280,7 @@ class _Tables:
         same = all(v == scales[0] for v in scales)
         scale = scales[0] if same else np.repeat(scales, np.diff(term.starts))
         tf = tf_of(ratio, self.scaled[term.rows], scale)
-        return weigh(term.weight, tf, self.norm(_avgdl(stats))[term.rows])
+        return weigh(term.weight, tf, self.norm(mean_length(stats))[term.rows])
 
     def weighed_at(
         self, picked: Sequence[tuple[Term, np.ndarray]], stats: TermStats
@@ -290,7 +301,7 @@ class _Tables:
         counts = [len(p) for _, p in picked]
         weight = np.repeat(np.asarray([t.weight for t in terms], dtype=np.float64), counts)
         tf = tf_of(ratio, self.scaled[rows], scale)
-        out = weigh(weight, tf, self.norm(_avgdl(stats))[rows])
+        out = weigh(weight, tf, self.norm(mean_length(stats))[rows])
         return np.split(out, np.cumsum(counts)[:-1])
 
     def exact(self, term: Term, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
@@ -309,7 +320,7 @@ class _Tables:
         tops = np.maximum.reduceat(term.stored, term.starts[:-1])
         if not (np.all(tops < term.local) and float(term.stored.min()) >= 0):
             return None
-        a = _avgdl(stats) / self.avgdls[term.shards]
+        a = mean_length(stats) / self.avgdls[term.shards]
         factor = (term.weight / term.local * np.maximum(a, 1.0)).astype(np.float32)
         upper = term.stored * np.repeat(factor, np.diff(term.starts))
         if term.keep is not None:
@@ -322,7 +333,7 @@ class _Tables:
         lies between 1 and a = the collection's average length over the shard's (0 <= b
         <= 1), so w / (stored w * idf ratio) lies between min(1, a) and max(1, a); the
         bound is max(1, a), the ratio at least min(a, 1 / a)."""
-        a = _avgdl(stats) / (self.avgdls if shards is None else self.avgdls[shards])
+        a = mean_length(stats) / (self.avgdls if shards is None else self.avgdls[shards])
         return float(np.min(np.minimum(a, 1 / a)))
 
 
@@ -343,5 +354,5 @@ class Term:
     weight: float
 
 
-def _avgdl(stats: TermStats) -> float:
+def mean_length(stats: TermStats) -> float:
     return (stats.total_length / stats.n_docs if stats.n_docs else 1.0) or 1.0

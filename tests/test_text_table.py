@@ -1,0 +1,148 @@
+"""A collection's text table (``search/text_table.py``): written by a build and a
+compaction, it answers bit for bit as the shards' own postings weighed under the
+collection's statistics (and as one file of the same documents); a forged one fails
+``validate``, a damaged one or one linked from outside the folder is refused on open, an
+update drops it and ``urna compact`` writes it again."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import urna
+from tests.conftest import assert_error, run
+from tests.test_where import WORDS
+from urna import Query
+from urna.format.text_table import HEAD, MAGIC
+
+STATIC = ("--model", "static")
+
+
+def _docs(folder: Path, n: int, seed: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    for i in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(6, 40))]
+        rare = f"rare{i % 7}" if i % 3 == 0 else ""
+        (folder / f"d{i:03d}.md").write_text(f"# Doc {i}\n\n{' '.join(words)} {rare}.\n")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("text-table")
+    _docs(root / "docs", 90, seed=4)
+    for out, options in (("col", ("--shards", "4")), ("one.urna", ())):
+        result = run("build", str(root / "docs"), "-o", str(root / out), *STATIC, *options)
+        assert result.exit_code == 0, result.stderr
+    return root
+
+
+@pytest.fixture
+def col(built: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "col"
+    shutil.copytree(built / "col", copy)
+    return copy
+
+
+def _table(folder: Path) -> Path:
+    tables = list(folder.glob("text-*.bm25"))
+    assert len(tables) == 1, tables
+    return tables[0]
+
+
+def _queries() -> list[Query]:
+    rng = random.Random(9)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5))) for _ in range(30)]
+    texts += ["rare3", "rare1 " + WORDS[0], f"{WORDS[2]} {WORDS[2]} rare5"]
+    return [Query(text=t, k=k, mode="text") for t in texts for k in (3, 10)]
+
+
+def _answer(corpus: Any, query: Query) -> list[tuple[str, bytes]]:
+    return [(h.chunk_id, np.float32(h.score).tobytes()) for h in corpus.run(query).hits]
+
+
+def test_the_table_answers_as_the_shards_weighed_again_and_as_one_file(
+    built: Path, col: Path
+) -> None:
+    with urna.open(col) as table:
+        assert table._searcher.postings.table is not None
+        with_table = [_answer(table, q) for q in _queries()]
+        postings = table._searcher.postings
+        assert not postings._kept and not postings._terms  # nothing was weighed at query time
+    _table(col).rename(col.parent / "kept-aside.bm25")
+    with urna.open(col) as shards, urna.open(built / "one.urna") as one:
+        assert shards._searcher.postings.table is None
+        assert with_table == [_answer(shards, q) for q in _queries()]
+        assert with_table == [_answer(one, q) for q in _queries()]
+        assert sum(len(a) for a in with_table) > 200
+
+
+def test_validate_refuses_a_forged_table(col: Path) -> None:
+    assert run("validate", str(col)).exit_code == 0
+    path = _table(col)
+    with urna.open(col) as corpus:
+        table = corpus._searcher.postings.table
+        assert table is not None
+        i = table.term_index["rare3"]
+        base = np.frombuffer(table.payload, np.uint8).ctypes.data
+        offset = HEAD + table.weights.ctypes.data - base + 4 * int(table.indptr[i])
+        before = _answer(corpus, Query(text="rare3", k=10, mode="text"))
+        del table, base
+    # The forger lowers one posting's weight (still a weight the format allows) and writes
+    # the payload's hash again: the table opens, and answers otherwise.
+    raw = bytearray(path.read_bytes())
+    value = np.frombuffer(bytes(raw[offset : offset + 4]), "<f4")[0]
+    raw[offset : offset + 4] = np.float32(value * 0.5).tobytes()
+    raw[len(MAGIC) + 32 : HEAD] = hashlib.sha256(bytes(raw[HEAD:])).digest()
+    path.write_bytes(bytes(raw))
+    with urna.open(col) as corpus:
+        assert _answer(corpus, Query(text="rare3", k=10, mode="text")) != before
+    assert_error(run("validate", str(col)), "its weights are not its shards'")
+
+
+def test_a_damaged_or_misplaced_table_is_refused(col: Path, tmp_path: Path) -> None:
+    path = _table(col)
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0x40
+    path.write_bytes(bytes(raw))
+    assert_error(run("search-text", str(col), "rare3", "--mode", "text"), "SHA-256")
+    raw[-5] ^= 0x40
+    outside = tmp_path / "elsewhere.bm25"
+    outside.write_bytes(bytes(raw))
+    path.unlink()
+    path.symlink_to(outside)
+    assert_error(run("search-text", str(col), "rare3", "--mode", "text"), "out of its folder")
+    path.unlink()
+    raw[len(MAGIC)] ^= 1  # another set of files' key
+    path.write_bytes(bytes(raw))
+    assert_error(run("stats", str(col)), "its key is not that of the catalog's files")
+
+
+def test_an_update_drops_the_table_and_compact_writes_it_again(built: Path, col: Path) -> None:
+    docs = col.parent / "docs"
+    shutil.copytree(built / "docs", docs)
+    first = _table(col).name
+    (docs / "added.md").write_text("# Added\n\nrare3 arrives late, with words of its own.\n")
+    (docs / "d004.md").unlink()
+    result = run("build", str(docs), "-o", str(col), *STATIC, "--shards", "4", "--no-merge")
+    assert result.exit_code == 0, result.stderr
+    assert not list(col.glob("text-*.bm25"))  # a deletion: no table
+    with urna.open(col) as updated:
+        expected = [_answer(updated, q) for q in _queries()]
+    result = run("compact", str(col))
+    assert result.exit_code == 0, result.stderr
+    again = _table(col).name
+    assert again != first
+    with urna.open(col) as compacted:
+        assert compacted._searcher.postings.table is not None
+        assert [_answer(compacted, q) for q in _queries()] == expected
+    _table(col).unlink()  # a collection built before tables: compact writes one
+    result = run("compact", str(col))
+    assert result.exit_code == 0, result.stderr
+    assert _table(col).name == again
