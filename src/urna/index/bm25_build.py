@@ -93,6 +93,19 @@ def encode_payload(
 ) -> bytes:
     """The payload's bytes: ``head`` is (n_docs, k1, b, avgdl, context divisor, tokenizer),
     ``vocab`` sorted by bytes, the arrays as ``index/bm25.py`` lays them out."""
+    return b"".join(payload_parts(head, vocab, indptr, doc_ids, weights, lengths))
+
+
+def payload_parts(
+    head: tuple[int, float, float, float, int, str],
+    vocab: Sequence[str],
+    indptr: np.ndarray,
+    doc_ids: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+) -> list[bytes | memoryview]:
+    """``encode_payload``'s bytes in parts, the arrays' own memory where their types are
+    already the payload's (a caller writing them to a file copies nothing)."""
     n, k1, b, avgdl, divisor, tokenizer = head
     name = tokenizer.encode("utf-8")
     packed = _HEAD.pack(2 if divisor else 1, len(vocab), n, k1, b, avgdl, divisor)
@@ -102,14 +115,12 @@ def encode_payload(
         parts.append(U32.pack(len(raw)))
         parts.append(raw)
     size = sum(len(p) for p in parts)
-    parts.append(b"\0" * (-size % 8))
-    parts += [
-        np.asarray(indptr).astype("<u8").tobytes(),
-        np.asarray(doc_ids).astype("<u4").tobytes(),
-        np.asarray(weights).astype("<f4").tobytes(),
-        np.asarray(lengths).astype("<u4").tobytes(),
-    ]
-    return b"".join(parts)
+    head_bytes = b"".join([*parts, b"\0" * (-size % 8)])
+    arrays = ((indptr, "<u8"), (doc_ids, "<u4"), (weights, "<f4"), (lengths, "<u4"))
+    out: list[bytes | memoryview] = [head_bytes]
+    for a, kind in arrays:
+        out.append(np.ascontiguousarray(np.asarray(a).astype(kind, copy=False)).data.cast("B"))
+    return out
 
 
 def _in_context(

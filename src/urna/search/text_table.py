@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 
@@ -22,17 +23,19 @@ from urna.format.atomic import atomic_writer
 from urna.format.catalog import Catalog
 from urna.format.mapping import map_file
 from urna.format.regular import Outside, inside
-from urna.format.text_table import HEAD, MAGIC, NAME, encode, table_key, table_name
+from urna.format.text_table import HEAD, MAGIC, NAME, table_key, table_name
 from urna.index.bm25 import BM25Index, idf
-from urna.index.bm25_build import encode_payload
+from urna.index.bm25_build import payload_parts
 from urna.index.bm25_global import TermStats, tf_of, weigh
 from urna.search.postings import CollectionPostings, mean_length
 
+Parts: TypeAlias = list[bytes | memoryview]
 
-def weighed_payload(postings: CollectionPostings, stats: TermStats) -> bytes | None:
+
+def weighed_payload(postings: CollectionPostings, stats: TermStats) -> Parts | None:
     """The table's payload over ``postings``' shards under ``stats`` (the collection's
-    totals), or None where the shards cannot share one header (their BM25 parameters or
-    tokenizers differ)."""
+    totals), in parts, or None where the shards cannot share one header (their BM25
+    parameters or tokenizers differ)."""
     tables = postings.tables
     indexes = tables.indexes
     heads = {(x.k1, x.b, x.divisor, x.tokenizer) for x in indexes}
@@ -67,7 +70,7 @@ def weighed_payload(postings: CollectionPostings, stats: TermStats) -> bytes | N
         weights_out[at] = weights
     lengths = np.concatenate([x.doc_len for x in indexes])
     head = (len(lengths), k1, b, mean_length(stats), divisor, tokenizer)
-    return encode_payload(head, vocab, indptr, rows_out, weights_out, lengths)
+    return payload_parts(head, vocab, indptr, rows_out, weights_out, lengths)
 
 
 def write_table(
@@ -83,8 +86,13 @@ def write_table(
     if key is not None and postings is not None and stats is not None:
         payload = weighed_payload(postings, stats)
     if key is not None and name is not None and payload is not None:
+        digest = hashlib.sha256()
+        for part in payload:
+            digest.update(part)
         with atomic_writer(folder / name) as handle:
-            handle.write(encode(key, payload))
+            handle.write(MAGIC + key + digest.digest())
+            for part in payload:
+                handle.write(part)
     else:
         name = None
     for path in folder.iterdir():
@@ -125,8 +133,18 @@ def check_table(
     name: str, table: BM25Index, postings: CollectionPostings, stats: TermStats
 ) -> None:
     """Refuse a table whose bytes are not those its shards give (``validate``)."""
-    if weighed_payload(postings, stats) != table.payload:
+    parts = weighed_payload(postings, stats)
+    if parts is None or not _same(table.payload, parts):
         raise _bad(name, "its weights are not its shards' weighed under their statistics")
+
+
+def _same(kept: memoryview, parts: Parts) -> bool:
+    at = 0
+    for part in parts:
+        if kept[at : at + len(part)] != part:
+            return False
+        at += len(part)
+    return at == len(kept)
 
 
 def _bad(name: str, message: str) -> FormatError:
