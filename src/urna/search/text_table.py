@@ -148,4 +148,5 @@ def _same(kept: memoryview, parts: Parts) -> bool:
 
 
 def _bad(name: str, message: str) -> FormatError:
-    return FormatError(f"text table {name}: {message}", check=19, section="catalog.json")
+    fix = "remove it (the collection answers without it); urna compact writes it again"
+    return FormatError(f"text table {name}: {message}; {fix}", check=19, section="catalog.json")
