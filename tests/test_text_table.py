@@ -11,6 +11,7 @@ import random
 import shutil
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -19,7 +20,10 @@ import urna
 from tests.conftest import assert_error, run
 from tests.test_where import WORDS
 from urna import Query
-from urna.format.text_table import HEAD, MAGIC
+from urna.build import compact
+from urna.format import versions
+from urna.format.catalog import Catalog
+from urna.format.text_table import HEAD, MAGIC, table_name
 
 STATIC = ("--model", "static")
 
@@ -135,8 +139,16 @@ def test_an_update_drops_the_table_and_compact_writes_it_again(built: Path, col:
     assert not list(col.glob("text-*.bm25"))  # a deletion: no table
     with urna.open(col) as updated:
         expected = [_answer(updated, q) for q in _queries()]
-    result = run("compact", str(col))
+    seen: list[bool] = []
+
+    def publish(folder: Path, catalog: Catalog) -> str:  # the table is there before the head
+        seen.append((folder / str(table_name(catalog))).is_file())
+        return versions.publish(folder, catalog)
+
+    with mock.patch.object(compact, "publish", publish):
+        result = run("compact", str(col))
     assert result.exit_code == 0, result.stderr
+    assert seen == [True]
     again = _table(col).name
     assert again != first
     with urna.open(col) as compacted:

@@ -392,9 +392,9 @@ def _catalog(
 
 
 def _publish(folder: Path, catalog: Catalog, weigh: bool = False) -> None:
-    """Keep the new version and make it the head (last, atomically), remove the data files
-    no retained version names (and killed writers' files), then write its text table
-    (``weigh``: after a full build; an update leaves it to ``urna compact``)."""
+    """Write its text table (``weigh``: a full build; an update leaves it to ``urna
+    compact``), keep the new version and make it the head (last, atomically), then remove
+    the data files no retained version names (and killed writers' files)."""
+    write_text_table(folder, catalog, weigh)
     publish(folder, catalog)
     collect(folder)
-    write_text_table(folder, catalog, weigh)

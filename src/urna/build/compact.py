@@ -249,7 +249,7 @@ def compact_collection(folder: Path, model_path: Path | None = None) -> tuple[st
             changes={"added": 0, "changed": 0, "removed": 0},
             format_version=2,
         )
+        write_text_table(folder, catalog)  # before the head: a server swapping it in finds it
         new = publish(folder, catalog)
         collect(folder)
-        write_text_table(folder, catalog)
         return new, len(old.segments)

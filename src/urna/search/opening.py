@@ -16,6 +16,7 @@ from urna.format.reader import Verify
 from urna.format.text_table import table_name
 from urna.format.versions import read_version, resolve_at
 from urna.search.collection import Collection, shard_path
+from urna.search.core import Searcher
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
 from urna.search.shard import Shard
@@ -106,16 +107,24 @@ def open_collection(
 
 
 def write_text_table(folder: Path, catalog: Catalog, weigh: bool = True) -> str | None:
-    """Weigh and write the head's text table (``search/text_table.py``), after a build or a
-    compaction published ``catalog``, and remove any other; its file name, or None when it
-    has none (``weigh`` False: only remove the others)."""
+    """Weigh and write ``catalog``'s text table (``search/text_table.py``) from its files,
+    before a build or a compaction publishes it (so a server that swaps the new version in
+    finds the table), and remove any other; its file name, or None when it has none
+    (``weigh`` False: only remove the others)."""
     if not weigh or table_name(catalog) is None:
         return write_table(folder, catalog, None, None)  # only removes the others
-    with open_collection(folder, verify="trusted") as collection:
-        searcher = collection._searcher
-        if not searcher.postings.usable():
-            return write_table(folder, catalog, None, None)
-        return write_table(folder, catalog, searcher.postings, searcher.stats.of([]))
+    shards: list[Shard] = []
+    try:
+        for entry in catalog.files:
+            shards.append(open_shard(shard_path(folder, entry.file or ""), verify="trusted"))
+        searcher = Searcher(shards)
+        try:
+            return write_table(folder, catalog, searcher.postings, searcher.stats.of([]))
+        finally:
+            searcher.close()
+    finally:
+        for shard in shards:
+            shard.close()
 
 
 SAMPLED = 16  # chunks whose source's bucket an open checks, per shard
