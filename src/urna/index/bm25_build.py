@@ -80,19 +80,6 @@ def build_payload(
     tf = freq.astype(np.float64) / scale
     weights = (term_weight[by_term] * tf / (tf + norm[doc_ids])).astype(np.float32)
     head = (n, k1, b, avgdl, divisor, tokenizer)
-    return encode_payload(head, vocab, indptr, doc_ids, weights, lengths)
-
-
-def encode_payload(
-    head: tuple[int, float, float, float, int, str],
-    vocab: Sequence[str],
-    indptr: np.ndarray,
-    doc_ids: np.ndarray,
-    weights: np.ndarray,
-    lengths: np.ndarray,
-) -> bytes:
-    """The payload's bytes: ``head`` is (n_docs, k1, b, avgdl, context divisor, tokenizer),
-    ``vocab`` sorted by bytes, the arrays as ``index/bm25.py`` lays them out."""
     return b"".join(payload_parts(head, vocab, indptr, doc_ids, weights, lengths))
 
 
@@ -104,8 +91,10 @@ def payload_parts(
     weights: np.ndarray,
     lengths: np.ndarray,
 ) -> list[bytes | memoryview]:
-    """``encode_payload``'s bytes in parts, the arrays' own memory where their types are
-    already the payload's (a caller writing them to a file copies nothing)."""
+    """The payload's bytes in parts: ``head`` is (n_docs, k1, b, avgdl, context divisor,
+    tokenizer), ``vocab`` sorted by bytes, the arrays as ``index/bm25.py`` lays them out, in
+    their own memory where their types are already the payload's (a caller writing them to
+    a file copies nothing)."""
     n, k1, b, avgdl, divisor, tokenizer = head
     name = tokenizer.encode("utf-8")
     packed = _HEAD.pack(2 if divisor else 1, len(vocab), n, k1, b, avgdl, divisor)
