@@ -280,13 +280,30 @@ class _Tables:
     def weighed(self, term: Term, stats: TermStats) -> np.ndarray:
         """The float32 weights under ``stats`` of all the term's postings: each stored weight
         over its shard's idf, the term frequency recovered, weighed again."""
-        ratio = term.stored.astype(np.float64)
-        ratio /= np.repeat(term.local, np.diff(term.starts))  # each over its shard's idf
+        local = np.repeat(term.local, np.diff(term.starts))
         scales = term.scales
         same = all(v == scales[0] for v in scales)
         scale = scales[0] if same else np.repeat(scales, np.diff(term.starts))
-        tf = tf_of(ratio, self.scaled[term.rows], scale)
-        return weigh(term.weight, tf, self.norm(mean_length(stats))[term.rows])
+        return self.weigh_rows(term.rows, term.stored, local, scale, term.weight, stats)
+
+    def weigh_rows(
+        self,
+        rows: np.ndarray,
+        stored: np.ndarray,
+        local: Any,
+        scale: Any,
+        weight: Any,
+        stats: TermStats,
+    ) -> np.ndarray:
+        """The float32 weights under ``stats`` of postings at collection ``rows`` (the one
+        home of this arithmetic: a word's weighing, a query's bounded pass and the text
+        table all call it): each ``stored`` weight over its shard's idf ``local``, the
+        frequency recovered with its shard's ``scale``, weighed with the idf ``weight``
+        (each a scalar or one per posting: the same operations element by element)."""
+        ratio = stored.astype(np.float64)
+        ratio /= local
+        tf = tf_of(ratio, self.scaled[rows], scale)
+        return weigh(weight, tf, self.norm(mean_length(stats))[rows])
 
     def weighed_at(
         self, picked: Sequence[tuple[Term, np.ndarray]], stats: TermStats
@@ -296,8 +313,8 @@ class _Tables:
         terms = [t for t, _ in picked]
         parts = [np.searchsorted(t.starts, p, side="right") - 1 for t, p in picked]
         rows = np.concatenate([t.rows[p] for t, p in picked])
-        ratio = np.concatenate([t.stored[p] for t, p in picked]).astype(np.float64)
-        ratio /= np.concatenate([t.local[q] for t, q in zip(terms, parts, strict=True)])
+        stored = np.concatenate([t.stored[p] for t, p in picked])
+        local = np.concatenate([t.local[q] for t, q in zip(terms, parts, strict=True)])
         scales = [v for t in terms for v in t.scales]
         if all(v == scales[0] for v in scales):
             scale: Any = scales[0]
@@ -306,8 +323,7 @@ class _Tables:
             scale = np.concatenate([np.asarray(t.scales, dtype=np.float64)[q] for t, q in pairs])
         counts = [len(p) for _, p in picked]
         weight = np.repeat(np.asarray([t.weight for t in terms], dtype=np.float64), counts)
-        tf = tf_of(ratio, self.scaled[rows], scale)
-        out = weigh(weight, tf, self.norm(mean_length(stats))[rows])
+        out = self.weigh_rows(rows, stored, local, scale, weight, stats)
         return np.split(out, np.cumsum(counts)[:-1])
 
     def exact(self, term: Term, stats: TermStats) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ from urna.format.regular import Outside, inside
 from urna.format.text_table import HEAD, MAGIC, NAME, table_key, table_name
 from urna.index.bm25 import BM25Index, idf
 from urna.index.bm25_build import payload_parts
-from urna.index.bm25_global import TermStats, tf_of, weigh
+from urna.index.bm25_global import TermStats
 from urna.search.postings import CollectionPostings, mean_length
 
 Parts: TypeAlias = list[bytes | memoryview]
@@ -55,15 +55,18 @@ def weighed_payload(postings: CollectionPostings, stats: TermStats) -> Parts | N
     fill = indptr[:-1].copy()  # where each term's next shard's postings go
     rows_out = np.empty(int(indptr[-1]), dtype=np.uint32)
     weights_out = np.empty(int(indptr[-1]), dtype=np.float32)
-    norm = tables.norm(mean_length(stats))
     for s, (m, x) in enumerate(zip(maps, indexes, strict=True)):
         counts = np.diff(x.indptr.astype(np.int64))
         local = np.array([idf(x.n_docs, c) for c in counts.tolist()], dtype=np.float64)
         rows = x.doc_ids.astype(np.int64) + tables.at[s]
-        ratio = x.weights.astype(np.float64)
-        ratio /= np.repeat(local, counts)  # each over its shard's idf
-        tf = tf_of(ratio, tables.scaled[rows], tables.params[s][2])
-        weights = weigh(np.repeat(collection_idf[m], counts), tf, norm[rows])
+        weights = tables.weigh_rows(
+            rows,
+            x.weights,
+            np.repeat(local, counts),  # each over its shard's idf
+            tables.params[s][2],
+            np.repeat(collection_idf[m], counts),
+            stats,
+        )
         at = np.repeat(fill[m] - x.indptr[:-1].astype(np.int64), counts) + np.arange(len(rows))
         fill[m] += counts
         rows_out[at] = rows
