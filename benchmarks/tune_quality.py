@@ -13,7 +13,8 @@ Everything runs through the product's own code over the files ``urna eval`` buil
   skipped) is scored on the chosen recipe, from BM25's first pass.
 * **Feedback** (``--part feedback``): hybrid through ``search.text.rank`` with the
   file's fusion and each Rocchio setting (``search/feedback.py``): feedback chunks
-  0 (none), 2, 3, 5 and weight 0.3, 0.5, 1.0.
+  0 (none), 2, 3, 5 and weight 0.3, 0.5, 1.0; each fusing what the methods returned, then
+  with complete scores (each candidate scored by both methods, ``search/fusion.py``).
 
 The rule: the best nDCG@10 on scifact-train wins; a setting within 0.001 of the best
 counts as tied, and among ties the simplest (listed first) is chosen. The other sets
@@ -57,7 +58,13 @@ TEXT_RECIPES = {
     "v3 + stop list, neighbours at 1/2, section path weighed 2": (3, True, 2, 1.5, 1),
     "v3 + stop list, neighbours at 1/2, section path weighed 3": (3, True, 2, 1.5, 2),
 }
-FEEDBACK = [(0, 0.0)] + [(d, w) for d in (2, 3, 5) for w in (0.3, 0.5, 1.0)]
+# (feedback chunks, weight, complete scores): each setting fusing what the methods returned,
+# then with complete scores (``search/fusion.py``).
+FEEDBACK = [
+    (d, w, complete)
+    for complete in (False, True)
+    for d, w in [(0, 0.0)] + [(d, w) for d in (2, 3, 5) for w in (0.3, 0.5, 1.0)]
+]
 
 
 def load(name: str, folder_name: str, split: str, queries: str | None) -> Any:
@@ -160,6 +167,7 @@ def rm3_score(collection: Any, index: Any, docs: list[str], texts: list[str]) ->
 
 
 def feedback_table(collection: Any, corpus: Any) -> dict[str, float]:
+    from urna.search.complete import filler
     from urna.search.text import Route, rank
 
     docs = documents(corpus)[0]
@@ -167,8 +175,8 @@ def feedback_table(collection: Any, corpus: Any) -> dict[str, float]:
     embedder = corpus.embedder()
     route = Route("hybrid", "", embedder)
     out: dict[str, float] = {}
-    for d, w in FEEDBACK:
-        params = replace(searcher.fusion, feedback_docs=d, feedback_weight=w)
+    for d, w, complete in FEEDBACK:
+        params = replace(searcher.fusion, feedback_docs=d, feedback_weight=w, complete=complete)
         scores = []
         for qid, text in collection.queries.items():
             terms = searcher.tokenize(text)
@@ -183,9 +191,11 @@ def feedback_table(collection: Any, corpus: Any) -> dict[str, float]:
                 params=params,
                 source_of=searcher.source_uris,
                 vectors=searcher.embeddings,
+                fill=filler(searcher, terms),
             )
             scores.append(ndcg(docs, ranked.ordinals.tolist(), collection.qrels[qid]))
-        out["no feedback" if not d else f"rocchio, {d} chunks, weight {w}"] = float(np.mean(scores))
+        name = "no feedback" if not d else f"rocchio, {d} chunks, weight {w}"
+        out[name + (", complete scores" if complete else "")] = float(np.mean(scores))
     return out
 
 

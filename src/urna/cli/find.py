@@ -26,6 +26,7 @@ from urna.cli.common import (
     out,
     query_options,
 )
+from urna.cli.render import rank_label
 from urna.search.request import query_from
 from urna.search.result import Hit, SearchResult
 from urna.search.snippet import plain, snippet, term_pattern
@@ -56,7 +57,7 @@ def methods_part(hit: Hit) -> str:
     for method, decimals in METHODS:
         r = hit.ranks.get(method)
         if r is not None:
-            parts.append(f"{method} {r['score']:.{decimals}f} #{int(r['rank'])}")
+            parts.append(f"{method} {r['score']:.{decimals}f} #{rank_label(r)}")
     return " · ".join(parts)
 
 

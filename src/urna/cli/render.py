@@ -15,6 +15,12 @@ from urna.search.result import SearchResult
 KEY_WIDTH = 14
 
 
+def rank_label(r: Mapping[str, float]) -> str:
+    """A method's rank of a fused hit: ``10``, or ``>400`` for a score filled in for a
+    candidate the method did not return among its 400 (complete scores)."""
+    return str(int(r["rank"])) if "rank" in r else f">{int(r['beyond'])}"
+
+
 def kv(key: str, value: Any) -> str:
     """``key:`` left-aligned in a 14-character field (wider for a longer key, so at least
     one space always follows the colon), then the value."""
@@ -42,7 +48,7 @@ def hit_block(result: SearchResult) -> str:
         methods = ""
         if len(h.ranks) > 1 or (h.ranks and "vector" not in h.ranks):
             methods = " " + " ".join(
-                f"{m}_score={r['score']:.6f} {m}_rank={int(r['rank'])}" for m, r in h.ranks.items()
+                f"{m}_score={r['score']:.6f} {m}_rank={rank_label(r)}" for m, r in h.ranks.items()
             )
         lines.append(
             f"  [{h.rank:>3}] chunk_id={h.chunk_id} score={h.score:.6f} "
@@ -99,6 +105,8 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
         if isinstance(fb, dict):
             lines.append(kv("feedback", f"{fb.get('method')}, {fb.get('docs')} fused chunks, "
                             f"weight {fb.get('weight')}"))  # fmt: skip
+        if f.get("scores") == "complete":
+            lines.append(kv("fused scores", "complete (both methods score every candidate)"))
     caps = [k.removeprefix("supports_") for k, v in m["capabilities"].items() if v]
     lines.append(kv("capabilities", ", ".join(caps) or "none"))
     lines.append(kv("file_size", f"{corpus.size} bytes"))

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,6 +195,14 @@ class BM25Index:
             out[at] += weights if count == 1 else weights * np.float32(count)
         return out
 
+    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks holding ``token`` (ascending) and its stored weight in each."""
+        i = self._ids.get(token)
+        if i is None:
+            return np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.float32)
+        start, end = int(self.indptr[i]), int(self.indptr[i + 1])
+        return self.doc_ids[start:end], self.weights[start:end]
+
     def search(self, text: str, k: int, allowed: np.ndarray | None = None) -> TextHits:
         """The k best chunks with a score > 0, ties in file order; ``allowed`` (sorted
         ordinals) restricts them to those chunks."""
@@ -217,6 +226,29 @@ class BM25Index:
             count * idf(self.n_docs, int(indptr[i + 1] - indptr[i]))
             for i, count in self.term_counts(tokens).items()
         )
+
+
+Postings = Callable[[str], tuple[np.ndarray, np.ndarray]]  # token -> (chunks, weights)
+
+
+def scores_at(tokens: Sequence[str], rows: np.ndarray, postings: Postings) -> np.ndarray:
+    """The BM25 score of each of ``rows`` (ascending): each known term's weight in the row
+    (``postings`` gives a term's chunks, ascending, and weights) times the query's count of
+    it, added in float32 in the query's order of first use. ``scores`` adds the same
+    values in the same order, so a row scores the same bits either way, without a pass
+    over every posting of the query."""
+    out = np.zeros(len(rows), dtype=np.float32)
+    if not len(rows):
+        return out
+    for token, count in Counter(tokens).items():
+        docs, weights = postings(token)
+        if not len(docs):
+            continue
+        at = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
+        hit = docs[at] == rows
+        found = weights[at[hit]]
+        out[hit] += found if count == 1 else found * np.float32(count)
+    return out
 
 
 def positive_top(

@@ -36,6 +36,7 @@ from urna.errors import QueryError
 from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
+from urna.search.complete import filler
 from urna.search.filters import Filter
 from urna.search.hits import across
 from urna.search.merge import merge_top
@@ -236,9 +237,8 @@ class Searcher:
         t0 = time.perf_counter()
         terms = self.tokenize(text)
         index_type = "exact" if chosen.mode == "vector" else chosen.mode
-        # Local BM25 is asked shard after shard: threads lost at 16 shards of 62,500 chunks
-        # (1.17x against 1.03x the one file, bench_million.py's queries) and, in a hybrid
-        # query, only contend with BLAS's own after the scan.
+        # Local BM25 is asked shard after shard: threads lost at 16 shards of 62,500 chunks (1.17x
+        # against 1.03x one file, bench_million.py) and contend with BLAS's in a hybrid query.
         alone = self.remote
         if searched == 0:
             result = self._nothing_kept(index_type, k, t0)
@@ -257,6 +257,7 @@ class Searcher:
             candidates=query.candidates,
             source_of=self.source_uris,
             vectors=self.embeddings,
+            fill=filler(self, terms),
         )
         spec = HitSpec(index_type, ranked.score_type, terms=terms, ranks=ranked.ranks)
         hits = self.make_hits(ranked.ordinals, ranked.scores, spec)

@@ -17,6 +17,7 @@ import copy
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from urna.format.audit import AuditReport, audit
 from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
 from urna.format.reader import Container
-from urna.index.bm25 import load_bm25, positive_top
+from urna.index.bm25 import load_bm25, positive_top, scores_at
 from urna.index.bm25_global import GlobalScorer, TermStats
 from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanned
 from urna.index.graph import load_graph
@@ -46,6 +47,8 @@ from urna.search.query import prepare
 from urna.search.result import Hit
 from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, ShardFacts
 from urna.search.where import Schema
+
+Stats = TermStats | None  # a collection's statistics, or None for the file's own
 
 
 class FileShard(FileView):
@@ -69,19 +72,7 @@ class FileShard(FileView):
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals
         self._live_bm25: tuple[int, float] | None = None
         self._schema: Schema | None = None  # of the live chunks, when some are deleted
-        self.facts = ShardFacts(
-            name=self.path.name,
-            n_chunks=self.n_chunks,
-            dim=self.dim,
-            model=self.model,
-            manifest=dict(self.manifest),
-            fusion=self.fusion,
-            tokenizer=self._bm25.tokenizer if self._bm25 is not None else None,
-            has_text_index=self.has_text_index,
-            has_ann_index=self.has_ann_index,
-            has_graph_index=self.has_graph_index,
-            index_type=self.index_type,
-        )
+        self.facts = facts_of(self, self._bm25.tokenizer if self._bm25 is not None else None)
 
     def retired(self, ranges: Sequence[tuple[int, int]]) -> FileShard:
         """A view of this open file with these chunks deleted (nothing re-read): the next
@@ -268,6 +259,21 @@ class FileShard(FileView):
         idx = positive_top(scores, depth, self.filtered(kept), bm25.seed(tokens, depth))
         return idx, scores[idx]
 
+    def scores_at(self, q: np.ndarray, tokens: Sequence[str], stats: Stats, rows: Pair) -> Pair:
+        """Each method's own score of some chunks: the cosines of ``rows[0]`` and the BM25 of
+        ``rows[1]`` (ascending ordinals; under a collection's ``stats``, or the file's), the
+        bits ``vector_top`` and ``text_top`` give them (complete scores, ``search/fusion``)."""
+        by_vector, by_text = rows
+        if self._bm25 is not None and stats is None and self._dead is not None:
+            stats = self.term_stats(tokens)  # as text_top: the stored weights count the dead
+        if self._bm25 is None:
+            bm25 = np.zeros(len(by_text), dtype=np.float32)
+        elif stats is None:
+            bm25 = scores_at(tokens, by_text, self._bm25.postings)
+        else:
+            bm25 = scores_at(tokens, by_text, partial(self._global().postings, stats=stats))
+        return row_scores(self._c.matrix, by_vector, q), bm25
+
     def text_tables(self) -> tuple[GlobalScorer, np.ndarray | None]:
         """This file's BM25 tables and its deleted chunks (a mask, or None): a collection
         reads every shard's postings of a term and weighs them again under its statistics
@@ -340,3 +346,20 @@ class FileShard(FileView):
 
     def close(self) -> None:
         self._c.close()
+
+
+def facts_of(view: FileShard, tokenizer: str | None) -> ShardFacts:
+    """What a collection knows of an open file without asking it again."""
+    return ShardFacts(
+        name=view.path.name,
+        n_chunks=view.n_chunks,
+        dim=view.dim,
+        model=view.model,
+        manifest=dict(view.manifest),
+        fusion=view.fusion,
+        tokenizer=tokenizer,
+        has_text_index=view.has_text_index,
+        has_ann_index=view.has_ann_index,
+        has_graph_index=view.has_graph_index,
+        index_type=view.index_type,
+    )

@@ -81,6 +81,9 @@ def _method_ranks(name: str, scores: np.ndarray) -> list[dict[str, dict[str, flo
 VectorTop = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 TextTop = Callable[[str, int], TextHits]
 Vectors = Callable[[np.ndarray], np.ndarray]  # ordinals -> their stored unit vectors
+# (query vector, ordinals to score by cosine, ordinals to score by BM25) -> both scores:
+# each method's own score of candidates the other returned (complete scores).
+Fill = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def rank(
@@ -96,12 +99,14 @@ def rank(
     candidates: int | None = None,
     source_of: SourceOf | None = None,
     vectors: Vectors | None = None,
+    fill: Fill | None = None,
 ) -> Ranked:
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
     whatever they search: one file, a filtered part of it, or every shard of a collection.
     With ``vectors`` and a file that records feedback, hybrid runs its vector side again
-    from the fused first pass (``search/feedback.py``)."""
+    from the fused first pass (``search/feedback.py``). With ``fill`` and a file that records
+    complete scores, each candidate is fused with both methods' scores (``search/fusion.py``)."""
     if candidates is not None and (isinstance(candidates, bool) or candidates <= 0):
         raise QueryError(f"invalid candidates: {candidates}")
     vector = None
@@ -126,18 +131,29 @@ def rank(
     hits = text_top(text, depth)
     text_side = (hits.ordinals, hits.scores)
 
-    def fused_with(vector: tuple[np.ndarray, np.ndarray]) -> list[Fused]:
+    def fused_with(q: np.ndarray, vector: tuple[np.ndarray, np.ndarray]) -> list[Fused]:
         methods = {"vector": vector, "text": text_side}
+        filled = None
+        if fill is not None and params.complete and fusion == "calibrated":
+            only_text = np.setdiff1d(text_side[0], vector[0])  # sorted, distinct
+            only_vector = np.setdiff1d(vector[0], text_side[0])
+            cosines, bm25 = fill(q, only_text, only_vector)
+            filled = {"vector": (only_text, cosines), "text": (only_vector, bm25)}
         return fuse(
-            methods, fusion=fusion, params=params, idf_sum=hits.idf_sum, source_of=source_of
+            methods,
+            fusion=fusion,
+            params=params,
+            idf_sum=hits.idf_sum,
+            source_of=source_of,
+            filled=filled,
         )
 
-    fused = fused_with(vector)
+    fused = fused_with(q, vector)
     if params.feedback_docs and vectors is not None and fused:
         best = np.array([f.ordinal for f in fused[: params.feedback_docs]], dtype=np.int64)
         moved = rocchio(q, vectors(best), params.feedback_weight)
         vector = vector_top(moved, depth)
-        fused = fused_with(vector)
+        fused = fused_with(moved, vector)
     fused = fused[:k]
     return Ranked(
         "hybrid",

@@ -114,6 +114,16 @@ class ShardServer:
     ) -> Pair:
         return self._at(dead).text_top(tokens, stats, depth, kept)
 
+    def scores_at(
+        self,
+        q: np.ndarray,
+        tokens: Sequence[str],
+        stats: TermStats | None,
+        rows: Pair,
+        dead: Dead = (),
+    ) -> Pair:
+        return self._at(dead).scores_at(q, tokens, stats, rows)
+
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         return self.shard.make_hits(idx, scores, spec)
 
@@ -200,6 +210,14 @@ class RemoteShard:
     ) -> Pair:
         result: Pair = self._handle.text_top.remote(
             list(tokens), stats, depth, kept, self._dead
+        ).result()
+        return result
+
+    def scores_at(
+        self, q: np.ndarray, tokens: Sequence[str], stats: TermStats | None, rows: Pair
+    ) -> Pair:
+        result: Pair = self._handle.scores_at.remote(
+            q, list(tokens), stats, rows, self._dead
         ).result()
         return result
 
