@@ -71,8 +71,11 @@ def test_int8_vectors_are_a_function_of_the_text(
 def test_an_int8_build_ranks_the_quickstart_as_float32_does(
     tmp_path: Path, model: TransformerEmbedder
 ) -> None:
-    """The same top 5 for every quickstart query (13 chunks); below that the weakest
-    matches may trade places (measured: 2 of 4 queries swap chunks ranked 7 to 10)."""
+    """The same top 5 chunks for every quickstart query (13 chunks), the same first two in
+    order; the documented difference (recipe 4, 7-bit weights): "how is a citation checked
+    against its source?" ranks its 3rd and 4th the other way round (float32 0.2215 and
+    0.2052, int8 0.2124 and 0.2189), and below the top 5 the weakest matches may trade
+    places (measured: 2 of 4 queries swap chunks ranked 7 to 10)."""
     for precision in ("int8", "float32"):
         out = tmp_path / f"{precision}.urna"
         done = run("build", str(QUICKSTART), "-o", str(out), "--precision", precision)
@@ -90,8 +93,10 @@ def test_an_int8_build_ranks_the_quickstart_as_float32_does(
                 for q in QUERIES
             ]
     for ours, theirs in zip(tops["int8"], tops["float32"], strict=True):
-        assert ours[:5] == theirs[:5]
+        assert ours[:2] == theirs[:2] and set(ours[:5]) == set(theirs[:5])
         assert len(set(ours) & set(theirs)) >= 8
+    moved = [q for q, a, b in zip(QUERIES, tops["int8"], tops["float32"]) if a[:5] != b[:5]]
+    assert len(moved) <= 1, moved
     # A rebuild embeds nothing (the cache holds int8 vectors under their own key) and
     # writes the same bytes.
     before = (tmp_path / "int8.urna").read_bytes()

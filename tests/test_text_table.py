@@ -87,6 +87,23 @@ def test_the_table_answers_as_the_shards_weighed_again_and_as_one_file(
         assert sum(len(a) for a in with_table) > 200
 
 
+def _mapped(path: Path) -> bool:
+    return str(path) in Path("/proc/self/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc")
+def test_closing_the_collection_unmaps_its_table(col: Path) -> None:
+    table = _table(col).resolve()
+    corpus = urna.open(col)
+    try:
+        assert [_answer(corpus, q) for q in _queries()[:4]]
+        assert _mapped(table)
+    finally:
+        corpus.close()
+    assert not _mapped(table)  # while the collection object itself is still alive
+    assert corpus._searcher.postings.table is None
+
+
 def test_validate_refuses_a_forged_table(col: Path) -> None:
     assert run("validate", str(col)).exit_code == 0
     path = _table(col)

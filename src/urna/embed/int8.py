@@ -24,18 +24,20 @@ pooling over the text's own tokens and normalization are done here in numpy, as
 sentence-transformers' Pooling and Normalize modules do them (the models this runs are
 those ``numpy_bert.why_unsupported`` accepts: BERT with mean pooling).
 
-Measured on an AVX-512 VNNI machine (README, "Embedding precision"): a build of 1,000
-scifact records in 0.32x the time of float32 sentence-transformers (bfloat16: 0.54x),
-vectors at a cosine of about 0.995 to float32; so it is a named choice, not the default.
-
-The weights are unsigned (``QUInt8``, recipe ``urna-onnx-int8/3``). Signed weights against
-unsigned activations (``QInt8``, recipe 2) are VNNI's native form, but a CPU without VNNI
-multiplies them with ``vpmaddubsw``, whose 16-bit pair sums saturate: on an AVX2-only EPYC
-the probe sentences fell to a cosine of 0.9712 and every int8 build was refused. Unsigned
-weights go through kernels that widen before they multiply, so no sum saturates on any CPU:
-0.9942 mean (0.9922 min) on the quickstart texts and 0.9946 (0.9888) on 400 scifact
-records there, as recipe 2 reached with VNNI; 7-bit signed weights (``reduce_range``) also
-stopped the saturation but reached 0.9932 and moved a quickstart query's third hit.
+The weights are signed and 7-bit (``QInt8`` with ``reduce_range``, recipe
+``urna-onnx-int8/4``). Signed weights against unsigned activations are VNNI's native product
+(``vpdpbusd``, 32-bit sums); a CPU without VNNI multiplies them with ``vpmaddubsw``, whose
+16-bit pair sums saturate when two 255 x 127 products meet: with 8-bit signed weights
+(recipe 2) an AVX2-only EPYC's probe sentences fell to a cosine of 0.9712 and every int8
+build was refused. Unsigned weights (recipe 3) go through kernels that widen first, so
+nothing saturates, but they lost VNNI's product: on a VNNI EPYC 400 scifact records took
+11.9 s against 6.8-8.3 s for signed weights. 7-bit weights keep every pair sum below 2^15
+(2 x 255 x 63), so the same integer products are exact on both kinds of CPU and take the
+fast kernel on each: 8.2-8.3 s there, and 10.4 s against 11.6-11.8 s for unsigned weights
+on the AVX2 EPYC. The cost is a little precision: cosine to float32 0.9936 mean (0.9898
+min) on those records against 0.9949 (0.9917) for 8-bit weights. Figures: README,
+"Embedding precision"; int8 is a named choice, not the default (its vectors are not within
+the 0.999 of float32 a default keeps).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from urna.embed.precision import INT8_RECIPE
 from urna.embed.query import PROBES, compare, shipped_reference
 from urna.errors import ModelError, missing_extra
 
-EXPORT = f"{INT8_RECIPE} opset=17 eager-attention per-channel u8-weights constant-weights"
+EXPORT = f"{INT8_RECIPE} opset=17 eager-attention per-channel s7-weights constant-weights"
 MIN_COSINE = 0.98  # an export whose probe vectors fall below this is broken, not just int8
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _BUILDING = threading.Lock()  # one export at a time in a process
@@ -185,7 +187,8 @@ class Int8Encoder:
                     quantize_dynamic(
                         str(plain),
                         str(quantized),
-                        weight_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8,
+                        reduce_range=True,  # 7-bit weights: no pair sum saturates (docstring)
                         per_channel=True,
                         extra_options={"MatMulConstBOnly": True},
                     )

@@ -29,7 +29,7 @@ CPU_BF16_VARIABLE = "URNA_CPU_BF16"
 PRECISIONS = ("float32", "bfloat16", "int8")
 # The int8 export's recipe (``embed/int8.py``): a new recipe gives other vectors, so the
 # embedding cache keys int8 vectors by it and never serves an older recipe's.
-INT8_RECIPE = "urna-onnx-int8/3"
+INT8_RECIPE = "urna-onnx-int8/4"
 _X86_FLAGS = ("avx512_bf16", "amx_bf16")
 
 

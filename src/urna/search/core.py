@@ -98,6 +98,7 @@ class Searcher:
         return self.live
 
     def close(self) -> None:
+        self.postings.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

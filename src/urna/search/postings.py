@@ -103,6 +103,14 @@ class CollectionPostings:
         self._terms: dict[str, tuple[tuple[int, float, int | None], Term, np.ndarray, int]] = {}
         self._term_bytes = 0
 
+    def close(self) -> None:
+        """Let go of the text table and everything weighed: the table's map is unmapped as
+        its last view goes (a collection's ``close``)."""
+        with self._lock:
+            self.table, self._tables = None, None
+            self._kept, self._terms = {}, {}
+            self._bytes = self._term_bytes = 0
+
     @property
     def tables(self) -> _Tables:
         with self._lock:
