@@ -69,12 +69,8 @@ class Searcher:
         self.shards = list(shards)
         self.offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
         first = self.shards[0].facts
-        self.dim, self.model, self.manifest, self.fusion = (
-            first.dim,
-            first.model,
-            first.manifest,
-            first.fusion,
-        )
+        self.dim, self.model = first.dim, first.model
+        self.manifest, self.fusion = first.manifest, first.fusion
         self.has_text_index = all(s.facts.has_text_index for s in self.shards)
         self.tokenize = query_tokenizer_for(first.tokenizer or "") or tokenize_query
         workers = min(len(self.shards), os.cpu_count() or 1)
