@@ -95,7 +95,8 @@ def test_an_int8_build_ranks_the_quickstart_as_float32_does(
     for ours, theirs in zip(tops["int8"], tops["float32"], strict=True):
         assert ours[:2] == theirs[:2] and set(ours[:5]) == set(theirs[:5])
         assert len(set(ours) & set(theirs)) >= 8
-    moved = [q for q, a, b in zip(QUERIES, tops["int8"], tops["float32"]) if a[:5] != b[:5]]
+    pairs = zip(QUERIES, tops["int8"], tops["float32"], strict=True)
+    moved = [q for q, a, b in pairs if a[:5] != b[:5]]
     assert len(moved) <= 1, moved
     # A rebuild embeds nothing (the cache holds int8 vectors under their own key) and
     # writes the same bytes.
