@@ -357,3 +357,63 @@ def test_threads_sharing_a_collections_postings_keep_its_byte_counts(collection:
         assert postings._kept  # words were weighed in full and kept
     for i, answers in got.items():
         assert all(a == expected[i] for a in answers)
+
+
+class _Elsewhere:
+    """A real shard file's answers, taken as a remote shard's (``remote = True``, no local
+    hit maker): every call counted, and each of the calls a query makes per shard held
+    for a while, as a call to another process waits."""
+
+    remote = True
+    hit_maker = None
+    held = ("vector_top", "term_stats", "text_top", "scores_at", "embeddings", "source_uris")
+
+    def __init__(self, shard: Any, seen: dict[str, list[int]], lock: Any) -> None:
+        self._shard, self._seen, self._lock = shard, seen, lock
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._shard, name)
+        if name not in self.held and name != "make_hits":
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            import time
+
+            with self._lock:
+                now = self._seen.setdefault(name, [0, 0])
+                now[0] += 1
+                now[1] = max(now[1], now[0])
+            try:
+                time.sleep(0.05)
+                return real(*args, **kwargs)
+            finally:
+                with self._lock:
+                    now[0] -= 1
+
+        return call
+
+
+def test_remote_shards_are_asked_at_once_and_answer_as_local_ones(collection: Path) -> None:
+    """Shards in other processes (Ray's) are each asked in a thread of their own (all four
+    at once, however few cores the machine has), on every per-shard call of a hybrid
+    query: its methods' tops, the complete scores of fusion (``search/complete.py``), the
+    hits and their sources; and the answer is the local core's, bit for bit."""
+    import threading
+
+    paths = sorted(collection.glob("*.urna"))
+    assert len(paths) == 4
+    texts = ["alpha vector shard", "citation filter", "graph neighbours chunk"]
+    queries = [Query(text=t, k=8, mode=m) for t in texts for m in ("hybrid", "text")]
+    with searched(paths) as local:
+        expected = [answer(local, q) for q in queries]
+    seen: dict[str, list[int]] = {}
+    lock = threading.Lock()
+    with searched(paths) as core:
+        core.__init__([_Elsewhere(s, seen, lock) for s in core.shards])  # type: ignore[misc]
+        assert core.remote
+        assert [answer(core, q) for q in queries] == expected
+    assert any(e[4] for e in expected)
+    at_once = {name: most for name, (_, most) in seen.items()}
+    assert set(at_once) == {*_Elsewhere.held, "make_hits"}, at_once
+    assert all(at_once[name] == 4 for name in ("vector_top", "term_stats", "text_top")), at_once
+    assert all(most > 1 for most in at_once.values()), at_once  # those holding hits: 2 to 4

@@ -1,5 +1,6 @@
 """Complete scores for fusion: each method's own score of the candidates the other method
-returned (``search/fusion.py``), over one file or every shard of a collection.
+returned (``search/fusion.py``), over one file or every shard of a collection (one call per
+shard holding any, remote shards asked at once).
 
 A candidate's cosine is its stored row's (``rowscore.row_scores``), its BM25 the sum of
 its terms' weights under the searcher's statistics (``index/bm25.py`` ``scores_at``): the
@@ -9,14 +10,14 @@ table, the shards' postings weighed again, a remote shard) answers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 
 from urna.index.bm25 import BM25Index, scores_at
 from urna.search.postings import CollectionPostings, CollectionStats
-from urna.search.shard import Shard
+from urna.search.shard import Pair, Shard
 from urna.search.text import Fill
 
 
@@ -30,6 +31,8 @@ class Searched(Protocol):
     postings: CollectionPostings
 
     def owners(self, ordinals: np.ndarray) -> list[tuple[int, np.ndarray]]: ...
+
+    def fan(self, items: Sequence[int], call: Callable[[int], Pair]) -> list[Pair]: ...
 
 
 def filler(searcher: Searched, tokens: Sequence[str]) -> Fill:
@@ -51,12 +54,17 @@ def filler(searcher: Searched, tokens: Sequence[str]) -> Fill:
             by_text = by_text[:0]
         vector_at, text_at = dict(searcher.owners(by_vector)), dict(searcher.owners(by_text))
         nothing = np.empty(0, dtype=np.int64)
-        for s in sorted(vector_at.keys() | text_at.keys()):
+        asked = sorted(vector_at.keys() | text_at.keys())
+
+        def ask(s: int) -> Pair:
             v, t = vector_at.get(s, nothing), text_at.get(s, nothing)
             rows = (by_vector[v] - offsets[s], by_text[t] - offsets[s])
-            cosines[v], found = shards[s].scores_at(q, tokens, stats, rows)
-            if len(t):
-                bm25[t] = found
+            return shards[s].scores_at(q, tokens, stats, rows)
+
+        for s, (found_cosines, found_bm25) in zip(asked, searcher.fan(asked, ask), strict=True):
+            cosines[vector_at.get(s, nothing)] = found_cosines
+            if s in text_at:
+                bm25[text_at[s]] = found_bm25
         return cosines, bm25
 
     return fill

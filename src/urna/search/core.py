@@ -1,8 +1,9 @@
 """The one search core: every path, over N shards. A single file is a collection of one shard.
 
 The core takes a ``Query`` whole (``search/request.py``), checks its filter against the
-fields the shards hold, asks each shard (in parallel threads when there are several: numpy,
-BLAS and usearch release the GIL) and merges in the one order of ``search/order.py``:
+fields the shards hold, asks each shard (in parallel threads where they pay: numpy, BLAS
+and usearch release the GIL; ``search/fanout.py``) and merges in the one order of
+``search/order.py``:
 
 - exact vectors: each shard's exact top k, merged by score;
 - HNSW, graph and space: each shard's own ranked answer (reranked exactly there), merged;
@@ -14,7 +15,8 @@ BLAS and usearch release the GIL) and merges in the one order of ``search/order.
 - hybrid: each method merged, then fused (``search/fusion.py``).
 
 Ordinals are global (shard after shard); hits are made by the shard holding them, one call
-per shard. The result carries the query's terms as the file's tokenizer reads them.
+per shard (remote shards asked at once). The result carries the query's terms as the
+file's tokenizer reads them.
 """
 
 from __future__ import annotations
@@ -22,10 +24,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.complete import filler
+from urna.search.fanout import Fanout
 from urna.search.filters import Filter
 from urna.search.hits import across
 from urna.search.merge import merge_top
@@ -48,9 +49,6 @@ from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
 from urna.search.text import has_words, rank, route
 
-T = TypeVar("T")
-
-
 # Up to this many chunks a collection's BM25 scores go into one array, topped once, from
 # the collection's postings (``search/postings.py``); above it each shard scores and tops
 # its own. Measured December 4 with the postings kept and weighed in one pass, one query
@@ -59,29 +57,18 @@ T = TypeVar("T")
 # 4.40 / 1.71 against 6.00 / 2.86 (and 5.19 / 2.49 against 6.32 / 3.78). Not measured
 # above 1,000,000: the bound keeps the array a query allocates at 8 MiB.
 POOLED_TEXT_MAX = 1 << 21
-PARALLEL_MIN = 20_000  # chunks in the smallest shard before threads pay (bench_fanout.py)
 
 
-class Searcher:
+class Searcher(Fanout):
     """Runs queries over shards in catalog order (a file: one shard)."""
 
     def __init__(self, shards: Sequence[Shard], table: BM25Index | None = None) -> None:
-        self.shards = list(shards)
-        self.offsets = np.cumsum([0] + [s.facts.n_chunks for s in self.shards])
+        super().__init__(shards)
         first = self.shards[0].facts
-        self.dim, self.model = first.dim, first.model
+        self.model = first.model
         self.manifest, self.fusion = first.manifest, first.fusion
         self.has_text_index = all(s.facts.has_text_index for s in self.shards)
         self.tokenize = query_tokenizer_for(first.tokenizer or "") or tokenize_query
-        workers = min(len(self.shards), os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(workers, "urna-shard") if workers > 1 else None
-        self._runs = runs_of(self.shards, workers)
-        # Threads pay for remote shards (each call waits on another process) and for local
-        # shards big enough that a call outweighs a thread's hand-off (measured).
-        smallest = min(s.facts.n_chunks for s in self.shards)
-        self.remote = any(s.remote for s in self.shards)
-        self.parallel = self.remote or smallest >= PARALLEL_MIN
-        self.threads = "auto"  # or "always", "never" (benchmarks/bench_fanout.py compares)
         self._schema: dict[str, dict[str, int]] | None = None
         self.live = sum(s.facts.live for s in self.shards)  # less the catalog's deletions
         self.deletions = self.live != int(self.offsets[-1])
@@ -95,21 +82,7 @@ class Searcher:
 
     def close(self) -> None:
         self.postings.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def each(
-        self, call: Callable[[Shard], T], *, threads: bool = True, pays: bool | None = None
-    ) -> list[T]:
-        """``call`` on every shard, in shard order: in parallel threads when there are
-        several, ``threads`` allows it and the shards are worth it (``pays``, by default
-        ``parallel``)."""
-        worth = self.parallel if pays is None else pays
-        chosen = {"always": True, "never": False}.get(self.threads, threads and worth)
-        if self._pool is None or not chosen:
-            return [call(s) for s in self.shards]
-        runs = self._pool.map(lambda run: [call(s) for s in run], self._runs)
-        return [answer for run in runs for answer in run]
+        super().close()
 
     # --- filters -------------------------------------------------------------
 
@@ -312,37 +285,6 @@ class Searcher:
 
     # --- hits and sources --------------------------------------------------------
 
-    def owners(self, ordinals: np.ndarray) -> list[tuple[int, np.ndarray]]:
-        """(shard, positions into ``ordinals``) for each shard holding any of them."""
-        idx = np.asarray(ordinals, dtype=np.int64)
-        if len(self.shards) == 1:
-            return [(0, np.arange(len(idx)))] if len(idx) else []
-        owner = np.searchsorted(self.offsets, idx, side="right") - 1
-        return [(s, np.flatnonzero(owner == s)) for s in np.unique(owner).tolist()]
-
-    def embeddings(self, ordinals: np.ndarray) -> np.ndarray:
-        """The stored vectors of global ordinals, as float32 rows."""
-        idx = np.asarray(ordinals, dtype=np.int64)
-        out = np.zeros((len(idx), self.dim), dtype=np.float32)
-        for s, at in self.owners(idx):  # one call per shard holding any (one remote call)
-            out[at] = self.shards[s].embeddings(idx[at] - self.offsets[s])
-        return out
-
-    def live_ordinals(self) -> np.ndarray:
-        """The global ordinals of the chunks that count, ascending."""
-        parts = [s.live_ordinals() + self.offsets[i] for i, s in enumerate(self.shards)]
-        return np.concatenate(parts).astype(np.int64)
-
-    def source_uris(self, ordinals: np.ndarray) -> list[str]:
-        """The source_uri of each global ordinal (one call per shard holding any)."""
-        idx = np.asarray(ordinals, dtype=np.int64)
-        out = [""] * len(idx)
-        for s, at in self.owners(idx):
-            found = self.shards[s].source_uris(idx[at] - self.offsets[s])
-            for j, uri in zip(at.tolist(), found, strict=True):
-                out[j] = uri
-        return out
-
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         """Hits in rank order; each made by its shard (one call per shard holding any)."""
         idx = np.asarray(idx, dtype=np.int64)
@@ -351,31 +293,17 @@ class Searcher:
         makers = [getattr(s, "hit_maker", None) for s in self.shards]
         if spec.at is None and all(m is not None for m in makers):  # local: one pass
             return across(makers, self.offsets, idx, np.asarray(scores), spec)  # type: ignore[arg-type]
+        scores = np.asarray(scores)
+
+        def made(s: int, rows: np.ndarray, at: np.ndarray) -> list[Hit]:
+            part = spec.part(at.tolist(), int(self.offsets[s]))
+            return self.shards[s].make_hits(rows, scores[at], part)
+
         out: list[Hit | None] = [None] * len(idx)
-        for s, at in self.owners(idx):
-            where, offset = at.tolist(), int(self.offsets[s])
-            each = spec.part(where, offset)
-            made = self.shards[s].make_hits(idx[at] - offset, np.asarray(scores)[at], each)
-            for j, hit in zip(where, made, strict=True):
+        for at, hits in self.by_owner(idx, made):
+            for j, hit in zip(at.tolist(), hits, strict=True):
                 out[j] = hit
         return [h for h in out if h is not None]
-
-
-def runs_of(shards: Sequence[Shard], workers: int) -> list[list[Shard]]:
-    """The shards cut into up to ``workers`` runs of neighbours holding about as many
-    chunks each, a thread asking its run's shards in turn: a query pays a thread's hand-off
-    once a worker, not once a shard (16 walks of 6,250-chunk graphs: 2.5 against 3.0 ms),
-    and the first failing shard's error still surfaces. Remote shards, whose calls wait on
-    other processes, run one a thread."""
-    if any(s.remote for s in shards):
-        return [[s] for s in shards]
-    total = sum(s.facts.n_chunks for s in shards) or 1
-    runs: list[list[Shard]] = [[] for _ in range(max(1, workers))]
-    before = 0
-    for shard in shards:
-        runs[min(len(runs) - 1, before * len(runs) // total)].append(shard)
-        before += shard.facts.n_chunks
-    return [run for run in runs if run]
 
 
 def shard_ef(ef: int, k: int, n_shards: int) -> int:
