@@ -313,3 +313,48 @@ def test_non_hex_chunk_id_digest_is_refused_at_open(tmp_path: Path, byte: bytes)
         urna.open(path)  # an id is printed and sent as text: not UTF-8 is refused up front
     for verb in ("validate", "stats"):
         assert_error(run(verb, str(path)), "chunk id 0 is not sha256:<64 lowercase hex>")
+
+
+def test_a_string_table_is_refused_exactly_when_one_of_its_strings_is_not_utf8() -> None:
+    """The one-pass UTF-8 check of a string table (``format/sections.py``) agrees with
+    decoding each string on its own, for tables with and without tails (of any bytes), on
+    strings cut from valid text at any byte (so characters split across neighbours), and
+    bytes that are no text at all."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from urna.format import sections
+
+    piece = st.one_of(
+        st.text(max_size=6).map(lambda t: t.encode()),
+        st.binary(max_size=4),
+        st.text(min_size=1, max_size=4).map(lambda t: t.encode()[1:]),  # a character cut
+        st.text(min_size=1, max_size=4).map(lambda t: t.encode()[:-1]),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(piece, max_size=6), st.booleans(), st.integers(0, 2**63 - 1))
+    def check(strings: list[bytes], tailed: bool, end: int) -> None:
+        whole = all(_decodes(s) for s in strings)
+        if tailed:  # tails of any bytes (the span's ends), which are no string's
+            n = len(strings)
+            payload = sections.encode_spans(strings, [end // 2] * n, [end] * n)
+            decode = lambda: sections.decode_spans(3, memoryview(payload), len(strings))  # noqa: E731
+        else:
+            payload = sections.encode_strings(strings)
+            decode = lambda: sections.decode_strings(2, memoryview(payload), len(strings))  # noqa: E731
+        if whole:
+            decode()
+        else:
+            with pytest.raises(FormatError, match="invalid UTF-8"):
+                decode()
+
+    check()
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
