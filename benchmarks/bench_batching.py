@@ -34,13 +34,13 @@ def main() -> None:
         lines = (DATA / "scifact" / "corpus.jsonl").read_text().splitlines()[: args.records]
         records.write_text("\n".join(lines) + "\n")
         out = Path(tmp) / "texts.urna"
-        from urna.build.run import run_build
         from urna.build.spec import BuildSpec, Source
+        from urna.build.writer import build_file
 
         model = TransformerEmbedder(MINILM, bundled_minilm())
         model.load()
         spec = BuildSpec(sources=(Source(records),), output=out, base=Path(tmp))
-        run_build(spec, embedder=model, use_cache=False)
+        build_file(spec, embedder=model, use_cache=False)
         with urna.open(out) as corpus:
             texts = embedded_texts([corpus.chunk(i) for i in range(corpus.n_chunks)])
     precision = model.precision

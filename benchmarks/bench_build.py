@@ -42,8 +42,8 @@ def main() -> None:
         # A private cache: every chunk is embedded for real, none comes from an earlier run.
         # The distilled static model is kept in it too (made once, ~15 s, not timed).
         os.environ["URNA_CACHE_DIR"] = str(Path(tmp) / "cache")
-        from urna.build.run import run_build
         from urna.build.spec import BuildSpec, Source
+        from urna.build.writer import build_file
         from urna.embed.registry import resolve
         from urna.evaluate.beir import evaluate, load_collection, vector_search
         from urna.search.corpus import open_corpus
@@ -58,7 +58,7 @@ def main() -> None:
                 spec = BuildSpec(
                     sources=(Source(folder / "corpus.jsonl"),), output=out, base=folder
                 )
-                summary = run_build(spec, use_cache=True, embedder=embedder)
+                summary = build_file(spec, use_cache=True, embedder=embedder)
                 row = {
                     "model": embedder.name,
                     "dataset": name,

@@ -24,9 +24,8 @@ from pathlib import Path
 
 import urna
 from bench_fanout import WORDS as FANOUT_WORDS
-from urna.build.collection import build_collection
-from urna.build.compact import compact_collection
 from urna.build.spec import spec_from_args
+from urna.build.writer import build_folder, compact_folder
 from urna.server.databases import Databases
 from urna.server.watch import Watch, Watcher
 
@@ -65,7 +64,7 @@ def main() -> None:
         write_docs(docs, args.docs, rng)
         t0 = time.perf_counter()
         spec = spec_from_args([docs], out, model="minilm-static")
-        summary = build_collection(spec, shards=args.shards)
+        summary = build_folder(spec, shards=args.shards)
         full = time.perf_counter() - t0
         print(f"full build: {summary.chunks} chunks in {args.shards} shards, {full:.1f} s")
 
@@ -121,12 +120,12 @@ def main() -> None:
         for n in range(10 - len(urna.open(out).catalog.segments)):
             target = docs / f"doc{n:06d}.md"
             target.write_text(target.read_text() + f"\n\nSegment {n}.\n")
-            build_collection(spec, shards=args.shards, merge=False)
+            build_folder(spec, shards=args.shards, merge=False)
         queries = [" ".join(rng.choices(WORDS, k=4)) for _ in range(50)]
         with urna.open(out) as col:
             segments = len(col.catalog.segments)
             with_segments = {m: latency(col, queries, m) for m in ("text", "vector")}
-        compact_collection(out)
+        compact_folder(out)
         with urna.open(out) as col:
             compacted = {m: latency(col, queries, m) for m in ("text", "vector")}
         for mode in ("text", "vector"):

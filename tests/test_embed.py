@@ -99,3 +99,34 @@ def test_a_static_model_loads_without_transformers() -> None:
     )
     assert done.stdout.strip() == "False"
     assert done.stderr == ""
+
+
+@needs_models
+@pytest.mark.parametrize("model", ["static", "minilm"])
+def test_parallel_queries_share_one_model_safely(tmp_path: Path, model: str) -> None:
+    """16 threads asking hybrid queries of one corpus at once (the server's threads): no
+    error, and each answer is the one the query gets alone. model2vec's encode sets
+    truncation on a tokenizer every caller shares; two calls at once used to fail with
+    'Already borrowed'."""
+    from tests.conftest import in_threads, run
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, topic in enumerate(["whales sing", "krill swarm", "tides turn", "gulls cry"]):
+        (docs / f"{i}.md").write_text(f"# Note {i}\n\nThe {topic} over the open sea.\n")
+    out = tmp_path / "c.urna"
+    built = run("build", str(docs), "-o", str(out), "--model", model)
+    assert built.exit_code == 0, built.stderr
+    words = ("whales", "krill", "tides", "gulls")
+    got: dict[str, list[str]] = {}
+    with urna.open(out) as corpus:
+
+        def ask(first: int) -> None:  # texts no thread asked before: every one is embedded
+            for i in range(24):
+                text = f"{words[(first + i) % 4]} asked by thread {first}, time {i}"
+                got[text] = [h.chunk_id for h in corpus.search_text(text, k=2).hits]
+
+        in_threads(ask, list(range(16)))
+        assert len(got) == 16 * 24 and all(len(ids) == 2 for ids in got.values())
+        for text in list(got)[::37]:  # the answers the threads got are those asked alone
+            assert [h.chunk_id for h in corpus.search_text(text, k=2).hits] == got[text]

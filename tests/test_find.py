@@ -132,7 +132,8 @@ def test_short_path_cuts_from_the_left() -> None:
 
 
 def test_bad_input(in_library: Path) -> None:
-    assert run("find", "-l", "guide", "q", "-n", "0").exit_code == 2
+    assert run("find", "-l", "guide", "q", "-n", "0").stderr == "Error: invalid k: 0\n"
+    assert run("find", "-l", "guide", "q", "-n", "none").exit_code == 2
     # -k and --limit are find's names too (every search verb's), -n fluree's alias.
     answers = [
         run("find", "-l", "guide", "install", "--mode", "text", name, "2", "--json").stdout

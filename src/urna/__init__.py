@@ -28,7 +28,7 @@ from urna.errors import (
     SourceMismatchError,
     UrnaError,
 )
-from urna.search.chunks import Chunk
+from urna.format.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
 from urna.search.collection import Collection
 from urna.search.corpus import Corpus
@@ -37,8 +37,7 @@ from urna.search.opening import open_path as open
 from urna.search.protocol import Searchable
 from urna.search.request import Query
 from urna.search.result import Hit, SearchResult
-
-__version__ = "0.1.0"
+from urna.version import __version__
 
 __all__ = [
     "BuildError",

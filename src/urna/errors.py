@@ -10,6 +10,8 @@
     ├── ModelError           an embedding model cannot be found, loaded or used
     ├── ModelGateError       a text query's embedder is not the model that built the file
     ├── CitationError        a citation is malformed or does not resolve
+    │   ├── NotFoundError        its chunk or source is not there (HTTP 404)
+    │   ├── ForeignCitationError it names a file this corpus does not hold
     │   └── SourceMismatchError  the cited source bytes no longer match
     └── BuildError           the input to a build is invalid
 
@@ -68,6 +70,15 @@ class ModelGateError(UrnaError):
 
 class CitationError(UrnaError):
     """A citation is malformed, or does not resolve in this file."""
+
+
+class NotFoundError(CitationError):
+    """A well-formed citation whose chunk, or whose source file, is not there."""
+
+
+class ForeignCitationError(CitationError):
+    """The citation names a content hash that is no file of this corpus (another corpus
+    may hold it)."""
 
 
 class SourceMismatchError(CitationError):

@@ -9,34 +9,19 @@ loaded; a file that changed is loaded, and each of its documents compared by fin
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
-from urna.build.discover import Found, discover
-from urna.build.run import BuildSummary, Report, canonical_order, load_files
+from urna.build.discover import Found
+from urna.build.documents import Origin, canonical_order, doc_sha, file_sha, found_files, load_files
 from urna.build.spec import BuildSpec
+from urna.build.summary import BuildSummary, Report
 from urna.format.atomic import atomic_writer
 from urna.format.catalog import Catalog
-from urna.format.sources import SourceRow, read_table
-from urna.ingest.chunker import ChunkSpan
-from urna.ingest.document import Document
-
-
-def file_sha(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes ("" when it cannot be read: it is then loaded)."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            while block := handle.read(1 << 20):
-                h.update(block)
-    except OSError:
-        return ""
-    return h.hexdigest()
+from urna.format.regular import read_regular
+from urna.format.sources import SourceRow, check_rows, read_table
 
 
 class StatCache:
@@ -45,11 +30,10 @@ class StatCache:
     file, ``uri TAB size TAB mtime_ns TAB sha``, fast to read and write at 100,000 files). A
     file whose size and mtime match is not read again, unless its mtime is within
     ``RACY_NS`` of when the cache was written (it may have changed in the same tick). A
-    process that updates the same folder again keeps its cache in memory."""
+    writer that updates the same folder again keeps its cache in memory (``stamp``)."""
 
     NAME = ".stat-cache"
     RACY_NS = 2_000_000_000
-    _kept: ClassVar[dict[str, tuple[tuple[int, int], StatCache]]] = {}
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / self.NAME
@@ -57,21 +41,22 @@ class StatCache:
         self.written = 0
         self.dirty = False
 
+    @staticmethod
+    def stamp(folder: Path) -> tuple[int, int]:
+        """The cache file's (inode, mtime): unchanged, a cache kept in memory is still true."""
+        try:
+            st = (folder / StatCache.NAME).stat()
+        except OSError:
+            return (0, 0)
+        return (st.st_ino, st.st_mtime_ns)
+
     @classmethod
     def of(cls, folder: Path) -> StatCache:
-        """The folder's cache: this process's own when the file is as it left it."""
+        """The folder's cache as its file holds it."""
         path = folder / cls.NAME
-        try:
-            st = path.stat()
-            stamp = (st.st_ino, st.st_mtime_ns)
-        except OSError:
-            stamp = (0, 0)
-        kept = cls._kept.get(str(folder))
-        if kept is not None and kept[0] == stamp:
-            return kept[1]
         cache = cls(folder)
         try:
-            lines = path.read_text(encoding="utf-8").split("\n")
+            lines = read_regular(path).decode("utf-8").split("\n")  # never a FIFO
             cache.written = int(lines[0])
             for line in lines[1:]:
                 if line:
@@ -111,39 +96,6 @@ class StatCache:
         with contextlib.suppress(OSError), atomic_writer(self.path) as handle:
             handle.write(f"{self.written}\n{body}".encode())
         self.dirty = False
-        with contextlib.suppress(OSError):
-            st = self.path.stat()
-            StatCache._kept[str(self.path.parent)] = ((st.st_ino, st.st_mtime_ns), self)
-
-
-def doc_sha(doc: Document) -> str:
-    """A document's fingerprint: its kind, bytes and metadata (as the spec's rules left it)."""
-    h = hashlib.sha256(doc.kind.encode("utf-8") + b"\0" + doc.data + b"\0")
-    h.update(json.dumps(doc.metadata, sort_keys=True, default=str).encode("utf-8"))
-    return h.hexdigest()
-
-
-@dataclass(frozen=True)
-class Origin:
-    """A loaded document and the file it came from."""
-
-    doc: Document
-    file: str  # the file's source_uri
-    file_sha: str
-
-
-def rows_for(origins: list[Origin], spans: list[ChunkSpan]) -> list[SourceRow]:
-    """Each document's row, with its chunk range in a file of these spans (both in source
-    order; a document may give no chunk)."""
-    rows, at = [], 0
-    for o in origins:
-        lo = at
-        while at < len(spans) and spans[at].source_uri == o.doc.source_uri:
-            at += 1
-        rows.append(SourceRow(o.doc.source_uri, o.file, o.file_sha, doc_sha(o.doc), lo, at))
-    if at != len(spans):
-        raise AssertionError("spans out of source order")  # chunk_documents keeps doc order
-    return rows
 
 
 @dataclass
@@ -155,32 +107,19 @@ class Live:
 
     @staticmethod
     def of(folder: Path, catalog: Catalog) -> Live | None:
-        """None when a file has no source table (written before tables): no update then.
-        The live documents of a version read again in this process are not rebuilt."""
-        key = (str(folder), catalog.version)
-        if key in _LIVE:
-            return _LIVE[key]
-        live = Live._read(folder, catalog)
-        _LIVE.clear()  # one version per process is what a watch or build asks again
-        _LIVE[key] = live
-        return live
-
-    @staticmethod
-    def _read(folder: Path, catalog: Catalog) -> Live | None:
+        """None when a file has no source table (written before tables): no update then."""
         live = Live()
         for position, entry in enumerate(catalog.files):
             rows = read_table(folder, entry.file or "")
             if rows is None:
                 return None
+            check_rows(entry.file or "", rows, entry.n_chunks, entry.deleted)
             dead = {uri for uri, _, _ in entry.deleted}
             for row in rows:
                 if row.uri not in dead:
                     live.docs[row.uri] = (position, row)
                     live.files[row.file] = row.file_sha
         return live
-
-
-_LIVE: dict[tuple[str, str], Live | None] = {}
 
 
 @dataclass
@@ -205,11 +144,7 @@ def changes(
 ) -> tuple[Changes, list[Found]]:
     """The changes from ``live`` to the sources on disk, and the files discovered (``stats``
     spares reading files whose size and mtime are as last hashed)."""
-    files, skipped = discover(spec.sources, spec.base)
-    for path, reason in skipped:
-        warn(f"skipped {path}: {reason}")
-    if summary is not None:
-        summary.skipped = [(str(p), r) for p, r in skipped]
+    files = found_files(spec, summary, warn)
     seen = {f.source_uri for f in files}
     hashed = stats.sha if stats is not None else (lambda f: file_sha(f.location))
     todo = [(f, sha) for f in files if (sha := hashed(f)) != live.files.get(f.source_uri)]

@@ -1,4 +1,10 @@
-"""Find the files a build reads: supported types under each source, include/exclude globs."""
+"""Find the files a build reads: supported types under each source, include/exclude globs.
+
+Links, as ripgrep treats them: a walk never follows a link to a folder, and follows a link
+to a file only where the file lies inside the folder walked, unless the source asks for it
+(``follow_links``, ``--follow-links``); a link to anything but a regular file is never read.
+A file given by name is read wherever its link leads: the user named it.
+"""
 
 from __future__ import annotations
 
@@ -66,6 +72,11 @@ def _walk(folder: Path) -> list[Entry]:
     return out
 
 
+def _under(path: str, root: str) -> bool:
+    """Whether ``path``'s real location lies inside the folder ``root`` (a real path)."""
+    return os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)
+
+
 def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list[tuple[Path, str]]]:
     """(files to read, sorted by source_uri; skipped files with the reason)."""
     found: dict[str, Found] = {}
@@ -77,6 +88,7 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
         if not (source.path.is_file() or source.path.is_dir()):
             raise BuildError(f"source is not a regular file or a folder: {source.path}")
         prefix = None  # where the walked folder sits under base (files in it need no resolve)
+        root = os.path.realpath(source.path)
         if source.path.is_file():
             candidates: list[Entry] = [(str(source.path), source.path.name, True, False)]
         else:
@@ -94,6 +106,12 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
                 continue
             if link and not os.path.isfile(full):  # a broken or looping link, or a non-file
                 skipped.append((Path(full), "not a regular file"))
+                continue
+            if link and prefix is not None and not source.follow_links and not _under(full, root):
+                skipped.append((Path(full), f"a link out of {source.path} (--follow-links)"))
+                continue
+            if source.max_bytes is not None and (size := os.path.getsize(full)) > source.max_bytes:
+                skipped.append((Path(full), f"{size} bytes, over the limit of {source.max_bytes}"))
                 continue
             if not link and not regular:  # a FIFO, a device, a socket
                 skipped.append((Path(full), "not a regular file"))

@@ -9,9 +9,9 @@ import os
 import socket
 from typing import Any
 
-from urna.build.run import Report
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec
+from urna.build.summary import Report
 from urna.embed.base import THREADS_VARIABLE
 from urna.errors import BuildError, UrnaError, missing_extra
 

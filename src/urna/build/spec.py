@@ -62,6 +62,8 @@ class Source:
     path: Path
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    follow_links: bool = False  # a file link out of the folder is read (ripgrep's -L)
+    max_bytes: int | None = None  # a larger file is skipped and reported (None: no limit)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     for i, entry in enumerate(sources_raw):
         if not isinstance(entry, dict):
             raise BuildError(f"spec: sources[{i}] must be a table")
-        bad = sorted(set(entry) - {"path", "include", "exclude"})
+        bad = sorted(set(entry) - {"path", "include", "exclude", "follow_links"})
         if bad:
             raise BuildError(f"spec: unknown key sources[{i}].{bad[0]}")
         src = _typed(entry, "path", str, f"sources[{i}]")
@@ -199,6 +201,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
                 base / src,
                 _globs(entry.get("include"), f"sources[{i}].include"),
                 _globs(entry.get("exclude"), f"sources[{i}].exclude"),
+                bool(_typed(entry, "follow_links", bool, f"sources[{i}]")),
             )
         )
     spaces = _spaces(doc)
@@ -244,7 +247,14 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     )
 
 
-def spec_from_args(paths: list[Path], output: Path, **options: Any) -> BuildSpec:
+def spec_from_args(
+    paths: list[Path],
+    output: Path,
+    *,
+    follow_links: bool = False,
+    max_bytes: int | None = None,
+    **options: Any,
+) -> BuildSpec:
     """Zero-config: every supported file under the given paths.
 
     source_uris are relative to the current folder when every input lies inside
@@ -265,7 +275,7 @@ def spec_from_args(paths: list[Path], output: Path, **options: Any) -> BuildSpec
     else:
         base = Path(os.path.commonpath([r.parent for r in resolved]))
     return BuildSpec(
-        sources=tuple(Source(p) for p in paths),
+        sources=tuple(Source(p, follow_links=follow_links, max_bytes=max_bytes) for p in paths),
         output=output,
         base=base,
         **{k: v for k, v in options.items() if v is not None},

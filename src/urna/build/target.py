@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from urna.build.spec import BuildSpec
+from urna.build.spec import PRESETS, BuildSpec
 from urna.embed.base import Embedder
-from urna.embed.registry import resolve
-from urna.errors import BuildError, UrnaError
+from urna.embed.registry import bundled, resolve
+from urna.errors import BuildError, FormatError, UrnaError
+from urna.format.build_options import check_build_options
 from urna.format.catalog import Catalog, is_collection, read_catalog
 
 
@@ -57,19 +58,28 @@ def write_options(target: Target) -> dict[str, Any]:
     }
 
 
-def target_of(folder: Path, catalog: Catalog, model_path: Path | None = None) -> Target:
-    """The target a collection's head was written for (compaction of a built collection)."""
+def target_of(
+    folder: Path,
+    catalog: Catalog,
+    model_path: Path | None = None,
+    embedder: Embedder | None = None,
+    model: str | None = None,
+) -> Target:
+    """The target a collection's head was written for (compaction of a built collection).
+    The model is the one the user names (``model``, ``model_path``), else the recorded one
+    when it is a bundled name: a catalog never chooses a hub model or a folder to read."""
     o = catalog.build
     if not o:
         raise BuildError(
             f"{folder} was built before collections recorded their build options: run "
             "`urna build SOURCES -o DIR` once to update it, then compact"
         )
+    check_options(o, folder)
     spec = BuildSpec(
         sources=(),
         output=folder,
         base=(folder / o["source_root"]).resolve(),
-        model=o["model"],
+        model=model or _recorded_model(o["model"], folder, model_path),
         model_path=model_path,
         max_tokens=o["max_tokens"],
         overlap_tokens=o["overlap_tokens"],
@@ -81,13 +91,41 @@ def target_of(folder: Path, catalog: Catalog, model_path: Path | None = None) ->
         spaces=tuple((a, b) for a, b in o["spaces"]),
         metadata=dict(o["metadata"]),
     )
-    embedder = resolve(spec.model, model_path=model_path)
+    embedder = embedder or resolve(spec.model, model_path=model_path)
     if embedder.model_hash != catalog.model_hash:
         raise BuildError(
             f"model {spec.model} here has model_hash {embedder.model_hash}; the collection "
             f"was built with {catalog.model_hash}"
         )
     return Target(spec, folder, embedder, o["max_tokens"], catalog.recipe)
+
+
+def _recorded_model(name: Any, folder: Path, model_path: Path | None) -> str:
+    if bundled(name) or (model_path is not None and isinstance(name, str)):
+        return str(name)
+    raise BuildError(
+        f"{folder} records the model {name!r}, which urna loads only when you name it: "
+        "give --model NAME (or --model-path FOLDER)"
+    )
+
+
+def check_options(options: Any, folder: Path) -> None:
+    """The recorded options, checked as ``validate`` checks them, and those a compaction
+    would act on: the preset is one this urna has, and every space's model is bundled."""
+    try:
+        check_build_options(options)
+    except FormatError as exc:
+        raise BuildError(f"{folder}: {exc.reason}; rebuild it (urna build ... --new)") from None
+    if not options:
+        return  # an older urna recorded none
+    if options["preset"] not in PRESETS:
+        raise BuildError(f"{folder}: the catalog's preset {options['preset']!r} is unknown")
+    for name, model in options["spaces"]:
+        if not bundled(model):
+            raise BuildError(
+                f"{folder}: space {name!r} records the model {model!r}, which urna loads only "
+                "when you name it; build the collection again with its spec"
+            )
 
 
 def existing_shards(output: Path) -> int | None:
@@ -109,15 +147,24 @@ class Recorded:
 RECORDED = ("model", "overlap_tokens", "dtype", "compress", "preset", "rerank_copy", "bm25")
 
 
-def recorded_options(output: Path) -> Recorded:
+def recorded_options(output: Path, new: bool = False) -> Recorded:
     """What an existing collection at ``output`` was built with: ``urna build SOURCES -o
-    DIR`` then updates it as it is, from any folder, unless an option says otherwise."""
+    DIR`` then updates it as it is, from any folder, unless an option says otherwise.
+    Damaged options are refused (``new``: ignored, the build starts over)."""
     if not is_collection(output):
         return Recorded({}, None)
     try:
         build = read_catalog(output)[0].build
     except UrnaError:
-        return Recorded({}, None)
+        return Recorded({}, None)  # the writer says what is wrong with the head
+    try:
+        check_options(build, output)
+    except BuildError:
+        if new:
+            return Recorded({}, None)
+        raise
     options = {k: build[k] for k in RECORDED if build.get(k) is not None}
+    if not bundled(options.get("model")):
+        options.pop("model", None)  # the user names any other model (--model)
     root = build.get("source_root")
     return Recorded(options, (output / root).resolve() if isinstance(root, str) else None)

@@ -20,6 +20,7 @@ from urna.format import embeddings as emb
 from urna.format import manifest as manifest_rules
 from urna.format import sections as payloads
 from urna.format.fields import encode_fields, records_of
+from urna.format.fusion import FusionParams
 from urna.format.identity import citation_id, content_hash
 from urna.format.layout import ENCODING_OF_DTYPE, Encoding, SectionId, section_name
 from urna.format.reader import Container
@@ -27,13 +28,13 @@ from urna.format.spaces import MAX_SPACES, Space, encode_space_table
 from urna.format.writer import SectionPayload, write_container
 from urna.index.bm25 import CONTEXT_DIVISOR
 from urna.index.bm25_build import build_payload as build_bm25
+from urna.index.bm25_build import total_length
 from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex
 from urna.index.hnsw import build_payload as build_hnsw
 from urna.ingest.context import RECIPES as CONTEXT_RECIPES
 from urna.ingest.context import bm25_texts
-from urna.search.fusion import FusionParams
 
 Dtype = Literal["float32", "float16", "int8"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
@@ -57,6 +58,7 @@ class BuildResult:
     file_hash: str
     content_hash: str
     chunk_ids: list[str]
+    bm25_total_length: int | None = None  # the sum of the BM25 index's document lengths
 
     def citation(self, i: int) -> str:
         return citation_id(self.content_hash, self.chunk_ids[i])
@@ -109,9 +111,7 @@ def build(
     items = list(chunks)
     if not items:
         raise BuildError("no chunks to write: a .urna file holds at least one")
-    _check_options(model, model_hash, chunker_version, dtype, compression, dim)
-    if graph and not hnsw:
-        raise BuildError("the chunk graph takes its semantic edges from HNSW: set hnsw=True too")
+    _check_options(model, model_hash, chunker_version, dtype, compression, dim, (hnsw, graph))
     cols = collect(items, chunker_version)
     n = len(cols)
     matrix = unit_matrix(cols.rows, embeddings, n, dim)
@@ -161,7 +161,13 @@ def build(
         file_hash=file_hash,
         content_hash=content_hash((section_name(sid), data) for sid, data in decoded.items()),
         chunk_ids=cols.ids,
+        bm25_total_length=_bm25_total(stored, n),
     )
+
+
+def _bm25_total(stored: dict[int, bytes], n: int) -> int | None:
+    payload = stored.get(SectionId.BM25_INDEX)
+    return None if payload is None else total_length(payload, n)
 
 
 def _chunk_sections(cols: Columns) -> dict[int, bytes]:
@@ -177,8 +183,16 @@ def _chunk_sections(cols: Columns) -> dict[int, bytes]:
 
 
 def _check_options(
-    model: Any, model_hash: Any, chunker_version: Any, dtype: Any, compression: Any, dim: Any
+    model: Any,
+    model_hash: Any,
+    chunker_version: Any,
+    dtype: Any,
+    compression: Any,
+    dim: Any,
+    ann: tuple[bool, bool],
 ) -> None:
+    if ann[1] and not ann[0]:
+        raise BuildError("the chunk graph takes its semantic edges from HNSW: set hnsw=True too")
     for name, value in (("model", model), ("chunker_version", chunker_version)):
         if not isinstance(value, str) or not value:
             raise BuildError(f"{name} must be a non-empty string, got {value!r}")

@@ -38,11 +38,20 @@ class UrnaGroup(click.Group):
         except UnicodeError as exc:  # e.g. an argument that is not UTF-8 (surrogate-escaped)
             _die(f"text that is not valid UTF-8 ({getattr(exc, 'reason', exc)})")
         except RuntimeError as exc:
-            if "Symlink loop" not in str(exc):  # pathlib's resolve() on a looping link
+            if not _raised_by_pathlib(exc):  # its resolve() on a looping link (Python < 3.13)
                 raise
             _die(f"a symlink loop: {exc}")
         except OSError as exc:
             _die(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}")
+
+
+def _raised_by_pathlib(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` ran in pathlib: the only RuntimeError urna
+    turns into an error line (by where it came from, never by its words)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") == "pathlib"
 
 
 def _die(message: str) -> None:

@@ -11,12 +11,11 @@ from typing import Any
 import click
 
 from urna import library
-from urna.build.collection import build_collection
 from urna.build.ray_build import ray_runner
-from urna.build.run import run_build
 from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.target import existing_shards, recorded_options
 from urna.build.write import DTYPES, build
+from urna.build.writer import build_file, build_folder
 from urna.cli import render
 from urna.cli.common import device_option, out, precision_option
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
@@ -120,6 +119,17 @@ SPEC_OPTIONS = (
     help="Collections: write an update as a segment and deletions only (`urna compact` merges).",
 )
 @click.option(
+    "--follow-links",
+    is_flag=True,
+    help="Read a file that a link in a source folder leads to outside it (default: skipped).",
+)
+@click.option(
+    "--new",
+    is_flag=True,
+    help="Collections: start over (another model, or a head catalog that cannot be read); "
+    "the retained versions stay answerable with --at.",
+)
+@click.option(
     "--progress/--quiet",
     default=None,
     help="Stage lines on stderr (default: when stderr is a terminal).",
@@ -138,6 +148,8 @@ def build_cmd(
     dry_run: bool,
     rebuild: bool,
     no_merge: bool,
+    follow_links: bool,
+    new: bool,
     progress: bool | None,
     **options: Any,
 ) -> None:
@@ -159,12 +171,15 @@ def build_cmd(
     if len(inputs) == 1 and inputs[0].suffix == ".toml":
         spec = load_spec(inputs[0], output=output)
         spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
+        if follow_links:
+            spec = replace(spec, sources=tuple(replace(s, follow_links=True) for s in spec.sources))
     else:
         if output is None:
             raise click.UsageError("building from files and folders needs -o OUT.urna")
-        recorded = recorded_options(output)  # an update keeps what the collection was built with
+        recorded = recorded_options(output, new)  # an update keeps what it was built with
         given = {k: v for k, v in chosen.items() if v is not None}
-        spec = spec_from_args(list(inputs), output, **{**recorded.options, **given})
+        options_ = {**recorded.options, **given}
+        spec = spec_from_args(list(inputs), output, follow_links=follow_links, **options_)
         if recorded.base is not None and all(
             recorded.base == p.resolve() or recorded.base in p.resolve().parents for p in inputs
         ):
@@ -182,7 +197,7 @@ def build_cmd(
         if dry_run:
             raise click.UsageError("--dry-run builds single files only")
         runner = ray_runner(ray_address, spec, report) if ray_address else None
-        built = build_collection(
+        built = build_folder(
             spec,
             shards=shards,
             jobs=jobs,
@@ -191,10 +206,11 @@ def build_cmd(
             warn=lambda m: click.echo(f"warning: {m}", err=True),
             rebuild=rebuild,
             merge=not no_merge,
+            new=new,
         )
         out(render.collection_summary(built))
         return
-    summary = run_build(
+    summary = build_file(
         spec,
         report=report,
         warn=lambda m: click.echo(f"warning: {m}", err=True),

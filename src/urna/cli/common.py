@@ -17,11 +17,11 @@ from urna import library
 from urna.cli import render
 from urna.embed.device import DEVICE_VARIABLE, DEVICES, GPUS, resolved_device
 from urna.embed.precision import PRECISION_VARIABLE, PRECISIONS
-from urna.errors import missing_extra
-from urna.search.fusion import FUSIONS
+from urna.errors import QueryError, missing_extra
+from urna.format.fusion import FUSIONS
 from urna.search.protocol import Searchable
+from urna.search.request import MODES
 from urna.search.result import SearchResult
-from urna.search.text import MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,18 +125,26 @@ def file_argument(command: F) -> F:
 
 
 def hits_option(dest: str, alias: str, help: str = "Hits to return.") -> Callable[[F], F]:
-    """The one hit-count option of every search verb: -k / --limit, one more alias, one
-    range check (a bad value is a usage error)."""
+    """The one hit-count option of every search verb: -k / --limit, one more alias. Not a
+    number is a usage error (exit 2); a number of 0 or less is an error (``Error: invalid
+    k: 0``, exit 1), as the urna seed documents."""
     return click.option(
         "-k",
         "--limit",
         alias,
         dest,
-        type=click.IntRange(min=1),
+        type=int,
         default=10,
         show_default=True,
+        callback=_positive_k,
         help=help,
     )
+
+
+def _positive_k(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if value <= 0:
+        raise QueryError(f"invalid k: {value}")
+    return value
 
 
 def _chosen_device(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

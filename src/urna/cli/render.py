@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from urna.search.chunks import Chunk
+from urna.format.chunks import Chunk
 from urna.search.collection import Collection
 from urna.search.fileshard import FileShard as Corpus
 from urna.search.protocol import Searchable
@@ -103,8 +103,12 @@ def _manifest_lines(corpus: Corpus) -> list[str]:
         lines.append(kv("fusion", f"{f.get('default')}, C = {f.get('text_calibration')}{scale}"))
         fb = f.get("feedback")
         if isinstance(fb, dict):
-            lines.append(kv("feedback", f"{fb.get('method')}, {fb.get('docs')} fused chunks, "
-                            f"weight {fb.get('weight')}"))  # fmt: skip
+            lines.append(
+                kv(
+                    "feedback",
+                    f"{fb.get('method')}, {fb.get('docs')} fused chunks, weight {fb.get('weight')}",
+                )
+            )
         if f.get("scores") == "complete":
             lines.append(kv("fused scores", "complete (both methods score every candidate)"))
     caps = [k.removeprefix("supports_") for k, v in m["capabilities"].items() if v]

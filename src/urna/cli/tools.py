@@ -117,6 +117,13 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
     show_default=True,
     help="Seconds between checks of watched folders (> 0).",
 )
+@click.option(
+    "--max-file-mb",
+    type=click.IntRange(min=0),
+    default=64,
+    show_default=True,
+    help="Watched files larger than this are skipped and reported (0: no limit).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
@@ -158,6 +165,7 @@ def serve(
     data: Path | None,
     model: str,
     interval: float,
+    max_file_mb: int,
     host: str,
     port: int,
     max_rps: float,
@@ -181,6 +189,7 @@ def serve(
         model=model,
         max_rps=max_rps,
         interval=interval,
+        max_file_mb=max_file_mb,
         ray=ray_address,
         places=list(places),
         log=ServerLog(quiet=quiet, as_json=log_json),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from urna.build.compact import compact_collection
+from urna.build.writer import compact_folder
 from urna.cli import render
 from urna.cli.common import out
 from urna.errors import FileError
@@ -30,7 +30,7 @@ def _collection(folder: Path) -> Path:
 def compact(folder: Path, model_path: Path | None) -> None:
     """Fold every segment and deletion into the shards: a fresh build's collection."""
     t0 = time.perf_counter()
-    done = compact_collection(_collection(folder), model_path)
+    done = compact_folder(_collection(folder), model_path)
     if done is None:
         out(f"nothing to compact: {folder} has no segment and no deletion")
         return

@@ -37,6 +37,12 @@ def canonical(name: str) -> str:
     return ALIASES.get(name.lower(), name)
 
 
+def bundled(name: object) -> bool:
+    """Whether ``name`` is one of the models urna resolves from what its packages ship: the
+    only names a file or catalog may choose (any other is the user's to name)."""
+    return isinstance(name, str) and canonical(name) in (MINILM, MINILM_STATIC)
+
+
 def _from_folder(folder: Path, name: str) -> Embedder:
     config = folder / "config.json"
     if config.exists():

@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -76,6 +77,10 @@ class StaticEmbedder:
         self._name = name
         self._source = source
         self._download = download
+        # model2vec's encode sets truncation on the tokenizer it shares with every caller:
+        # two threads in it at once fail ("Already borrowed"). One at a time costs a query
+        # microseconds (a lookup and a mean), where a model copy per thread costs memory.
+        self._encoding = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -143,4 +148,7 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        return unit_rows(self._model.encode(list(texts), max_length=None))
+        model = self._model
+        with self._encoding:
+            vectors = model.encode(list(texts), max_length=None, show_progress_bar=False)
+        return unit_rows(vectors)

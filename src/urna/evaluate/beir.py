@@ -36,8 +36,11 @@ def load_collection(
     queries_path = queries or folder / (
         "queries.jsonl" if split == "test" else f"queries_{split}.jsonl"
     )
-    for path, given in ((folder / "corpus.jsonl", False), (queries_path, bool(queries)),
-                        (qrels_path, bool(qrels))):  # fmt: skip
+    for path, given in (
+        (folder / "corpus.jsonl", False),
+        (queries_path, bool(queries)),
+        (qrels_path, bool(qrels)),
+    ):
         if not path.is_file():
             raise BuildError(
                 f"file not found: {path}" if given else f"not a BEIR folder: {path} is missing"

@@ -8,16 +8,16 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from urna.build.collection import build_collection
-from urna.build.run import Report, run_build
 from urna.build.spec import BuildSpec, Source
+from urna.build.summary import Report
+from urna.build.writer import build_file, build_folder
 from urna.embed.base import cache_dir
 from urna.embed.precision import PRECISION_VARIABLE
 from urna.embed.registry import canonical, resolve
 from urna.errors import BuildError
 from urna.evaluate.beir import evaluate, load_collection, mode_search
 from urna.evaluate.metrics import percentile
-from urna.search.fusion import FUSIONS
+from urna.format.fusion import FUSIONS
 from urna.search.opening import open_path
 
 # (mode, fusion): every method alone, then hybrid under each fusion ("-": no fusion).
@@ -91,9 +91,9 @@ def run_eval(
             sources=(Source(folder / "corpus.jsonl"),), output=out, base=folder, model=embedder.name
         )
         if shards:
-            build_collection(spec, shards=shards, report=report, rebuild=rebuild)
+            build_folder(spec, shards=shards, report=report, rebuild=rebuild)
         else:
-            run_build(spec, report=report, embedder=embedder)
+            build_file(spec, report=report, embedder=embedder)
         built = True
     with open_path(out) as corpus:
         result = EvalReport(

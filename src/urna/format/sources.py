@@ -15,6 +15,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,22 @@ def read_table(folder: Path, data_file: str) -> list[SourceRow] | None:
             while len(_READ) > KEPT:
                 _READ.popitem(last=False)
     return rows
+
+
+def check_rows(
+    name: str, rows: list[SourceRow], n_chunks: int, deleted: Sequence[tuple[str, int, int]]
+) -> None:
+    """Refuse a table that does not tile its file's ``n_chunks`` chunks (as the catalog counts
+    them), or a deletion that is not one of its rows: every writer runs this before it
+    trusts a table, as ``validate`` does."""
+    if (rows[-1].hi if rows else 0) != n_chunks:
+        raise _bad(table_name(name), f"its rows do not cover the file's {n_chunks} chunks")
+    spans = {row.uri: (row.lo, row.hi) for row in rows}
+    for uri, lo, hi in deleted:
+        if spans.get(uri) != (lo, hi):
+            raise _bad(
+                table_name(name), f"the catalog deletes [{lo}, {hi}) as {uri}: no such source"
+            )
 
 
 def _parse(folder: Path, name: str) -> list[SourceRow] | None:

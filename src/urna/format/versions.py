@@ -15,9 +15,10 @@ abbreviates commits) or an ISO 8601 time (the newest version made at or before i
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
+import stat
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,6 +132,30 @@ def read_version(folder: Path, version: str) -> tuple[Catalog, bytes]:
     return catalog, raw
 
 
+def latest_version(folder: Path) -> tuple[str, Catalog] | None:
+    """The newest retained version whose catalog reads and hashes to its name, by its
+    ``created`` time (what a build that starts over follows when the head is unreadable)."""
+    gone = pruned(folder)
+    found: list[tuple[str, str, Catalog]] = []
+    versions = folder / VERSIONS
+    for path in sorted(versions.glob("*.json")) if versions.is_dir() else []:
+        version = "sha256:" + path.stem
+        if path.name == PRUNED or version in gone:
+            continue
+        try:
+            raw = read_regular(inside(versions, path.name))
+            if Catalog.version_of(raw) != version:
+                continue
+            catalog = parse_catalog(strict_loads(raw.decode("utf-8")))
+        except (OSError, UnicodeDecodeError, ValueError, UrnaError):
+            continue
+        found.append((catalog.created, version, catalog))
+    if not found:
+        return None
+    _, version, catalog = max(found, key=lambda x: (x[0], x[1]))
+    return version, catalog
+
+
 def _head_version(folder: Path) -> str:
     try:
         return Catalog.version_of(read_regular(inside(folder, CATALOG)))
@@ -154,6 +179,16 @@ def chain(folder: Path) -> list[tuple[str, Catalog]]:
     return out
 
 
+def created_at(version: str, catalog: Catalog) -> datetime:
+    """When ``version`` was made, as its catalog records it (an error names the version)."""
+    try:
+        return parse_time(catalog.created)
+    except QueryError:
+        raise FileError(
+            f"version {version} records created {catalog.created!r}, which is not a time"
+        ) from None
+
+
 def resolve_at(folder: Path, at: str) -> str:
     """The version ``at`` names: a version, a hex prefix (4 digits or more), or an ISO time
     (anything starting YYYY-MM)."""
@@ -163,7 +198,7 @@ def resolve_at(folder: Path, at: str) -> str:
     if re.match(r"\d{4}-\d{2}", at):
         when = parse_time(at)
         for version, catalog in versions:
-            if catalog.created and parse_time(catalog.created) <= when:
+            if catalog.created and created_at(version, catalog) <= when:
                 return version
         dropped = [p for p in gone.values() if p.created and parse_time(p.created) <= when]
         if dropped:
@@ -227,12 +262,59 @@ def prune(folder: Path, keep: int | None = None, since: str | None = None) -> li
 def writing(folder: Path) -> Iterator[None]:
     """One writer at a time per collection (an advisory lock on ``folder/.lock``): a build,
     a watch, a compaction and a prune never publish over each other."""
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    own_files(folder)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = os.open(folder / LOCK, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise FileError(f"cannot take the lock {folder / LOCK}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileError(f"{folder / LOCK} is not a regular file: remove it")
+        os.set_blocking(fd, True)
+        _lock(fd)
         yield
     finally:
-        os.close(fd)
+        os.close(fd)  # closing the descriptor lets the lock go
+
+
+# A collection's own files and what each must be: no link, no FIFO, nothing a write would
+# follow out of the folder.
+OWN = ((LOCK, stat.S_ISREG), (VERSIONS, stat.S_ISDIR), (".stat-cache", stat.S_ISREG))
+
+
+def own_files(folder: Path) -> None:
+    """Refuse, before anything is written, a collection whose own files are links, FIFOs or
+    of the wrong kind: every write of a collection stays inside it."""
+    for name, kind in OWN:
+        try:
+            mode = os.lstat(folder / name).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise FileError(
+                f"{folder / name} is a symbolic link; a collection's own files never are: remove it"
+            )
+        if not kind(mode):
+            what = "a folder" if kind is stat.S_ISDIR else "a regular file"
+            raise FileError(f"{folder / name} is not {what}: remove it")
+
+
+def _lock(fd: int) -> None:
+    """Wait for the exclusive lock: ``flock`` on POSIX, ``msvcrt.locking`` of the first byte
+    on Windows (imported here, so ``import urna`` works where either is missing)."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for 10 s, then raises
+                return
+            except OSError:
+                continue
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 def retained_files(folder: Path) -> set[str]:

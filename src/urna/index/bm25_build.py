@@ -138,3 +138,10 @@ def _in_context(
         total[1:] += np.where(same_next, lengths[:-1], 0)
         total[:-1] += np.where(same_next, lengths[1:], 0)
     return out_doc, out_term, out_freq, total
+
+
+def total_length(payload: bytes, n_docs: int) -> int:
+    """The sum of a payload's stored document lengths (its last array, ``payload_parts``):
+    what a catalog records of a shard, read from the bytes just built."""
+    lengths = np.frombuffer(payload, dtype="<u4", count=n_docs, offset=len(payload) - 4 * n_docs)
+    return int(lengths.sum(dtype=np.int64))

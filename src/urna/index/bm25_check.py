@@ -27,9 +27,13 @@ def check_rebuilt(payload: memoryview, documents: Sequence[str], sources: Sequen
     k1, b = (float(str(np.float32(x))) for x in (stored.k1, stored.b))
     try:
         rebuilt = build_payload(
-            documents, k1=k1, b=b, tokenizer=stored.tokenizer, sources=sources,
+            documents,
+            k1=k1,
+            b=b,
+            tokenizer=stored.tokenizer,
+            sources=sources,
             divisor=stored.divisor,
-        )  # fmt: skip
+        )
     except ValueError as exc:
         raise _bad(str(exc)) from None
     if bytes(payload) == rebuilt:

@@ -149,9 +149,14 @@ class GlobalScorer:
             start, end = int(index.indptr[i]), int(index.indptr[i + 1])
             dl = self.lengths[index.doc_ids[start:end]]
             found = recover_tf(
-                index.weights[start:end], idf(n, end - start), dl, self.k1, self.b,
-                self.avgdl or 1.0, index.scale,
-            )  # fmt: skip
+                index.weights[start:end],
+                idf(n, end - start),
+                dl,
+                self.k1,
+                self.b,
+                self.avgdl or 1.0,
+                index.scale,
+            )
             if len(self._tfs) < TF_CACHE_TERMS:
                 self._tfs[i] = found
         return found

@@ -10,9 +10,8 @@ from urna import library
 from urna.errors import QueryError
 from urna.search.opening import open_path
 from urna.search.protocol import Searchable
-from urna.search.request import query_from
+from urna.search.request import MODES, query_from
 from urna.search.result import Hit
-from urna.search.text import MODES
 
 SETTINGS = ("k", "mode", "fusion", "source", "section", "where")  # the Query parts they set
 

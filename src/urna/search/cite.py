@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from urna.errors import CitationError, SourceMismatchError
+from urna.errors import CitationError, NotFoundError, SourceMismatchError
 from urna.format.regular import NotRegular, open_regular
 from urna.ingest.loaders import is_derived, load
 
@@ -68,7 +68,7 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
             handle.seek(byte_start)
             actual = handle.read(byte_end - byte_start)
     except FileNotFoundError:
-        raise CitationError(f"source not found: {path}") from None
+        raise NotFoundError(f"source not found: {path}") from None
     except IsADirectoryError:
         raise CitationError(f"source is a directory: {path}") from None
     except PermissionError:
@@ -95,7 +95,7 @@ def verify_derived(
 ) -> None:
     """Extract the source again and compare the span of its extracted text."""
     if not path.is_file():
-        raise CitationError(f"source not found: {path}")
+        raise NotFoundError(f"source not found: {path}")
     try:
         docs = load(path, source_uri.partition("#")[0])
     except Exception as exc:  # the loader's own error on a file that changed or broke

@@ -16,22 +16,24 @@ from typing import Any
 
 import numpy as np
 
-from urna.errors import CitationError, FormatError
+from urna.errors import CitationError, ForeignCitationError, FormatError, NotFoundError
 from urna.format.audit import AuditReport
+from urna.format.build_options import check_build_options
 from urna.format.catalog import Catalog, ShardEntry, read_catalog
+from urna.format.chunks import Chunk
+from urna.format.fusion import FusionParams
+from urna.format.history import check_history
 from urna.format.partition import bucket_of
 from urna.format.regular import Outside, inside
-from urna.format.sources import read_table
+from urna.format.sources import check_rows, read_table
 from urna.format.text_table import table_name
 from urna.format.versions import chain, pruned
 from urna.index.bm25 import BM25Index
 from urna.search.api import SearchAPI
-from urna.search.chunks import Chunk
 from urna.search.cite import Citation, parse_citation
 from urna.search.core import Searcher
 from urna.search.corpus import open_corpus
 from urna.search.fileshard import FileShard
-from urna.search.fusion import FusionParams
 from urna.search.shard import Shard
 from urna.search.text_table import check_table
 
@@ -47,8 +49,10 @@ class Collection(SearchAPI):
         shards: Sequence[Shard],
         head: str | None = None,
         table: BM25Index | None = None,
+        damaged: FormatError | None = None,
     ) -> None:
         self._folder = folder
+        self._damaged = damaged  # a text table that failed its checks, left unread
         self.catalog = catalog
         self.version = version
         self.head = head or version  # the newest version (``version`` is older with ``at``)
@@ -177,7 +181,7 @@ class Collection(SearchAPI):
                 f"superseded shard: the citation names shard {wanted} of collection version "
                 f"{held}{when}; this collection is now version {self.head}"
             )
-        raise CitationError(
+        raise ForeignCitationError(
             f"content_hash mismatch: the citation names {wanted}, which is no "
             f"shard of this collection (version {self.version})"
         )
@@ -200,7 +204,7 @@ class Collection(SearchAPI):
             with open_corpus(found, verify="trusted") as shard:
                 i = shard.find(cit.chunk_id)
                 if i is None:
-                    raise CitationError(f"chunk not found: {cit.chunk_id}")
+                    raise NotFoundError(f"chunk not found: {cit.chunk_id}")
                 return shard.verify_source(replace(chunk, ordinal=i), where)
         s, local = self._locate(chunk.ordinal)
         return self.shards[s].verify_source(replace(chunk, ordinal=local), where)
@@ -224,7 +228,9 @@ class Collection(SearchAPI):
         the catalog's hashes, and the collection's own audit: each shard holds only sources
         of its bucket range (a segment: any), in source order, no more than the catalog
         counts; its source table (if any) tiles its chunks by source, and each deletion is one
-        of its rows; no live chunk id and no live source is in two files."""
+        of its rows; no live chunk id and no live source is in two files; the recorded build
+        options are ones a build writes; the history holds (``format/history.py``)."""
+        check_build_options(self.catalog.build)
         sections = 0
         owner: dict[str, str] = {}
         source_owner: dict[str, str] = {}
@@ -246,10 +252,13 @@ class Collection(SearchAPI):
                 other = source_owner.setdefault(uri, name)
                 if other != name:
                     raise _bad(f"source {uri} is live in {other} and in {name}")
+        if self._damaged is not None:
+            raise self._damaged
         postings = self._searcher.postings
         if postings.table is not None:  # derived: weighed again from the shards, compared
             name = table_name(self.catalog) or ""
             check_table(name, postings.table, postings, self._searcher.stats.of([]))
+        check_history(self._folder)  # last: a forged file is named by its own check first
         return AuditReport(self.n_chunks, sections, self.version, self.version)
 
     def close(self) -> None:
@@ -308,16 +317,10 @@ def _audit_table(folder: Path, entry: ShardEntry, uris: Sequence[str]) -> set[st
         if entry.deleted:
             raise _bad(f"{name} has deletions but no source table")
         return set()
-    if (rows[-1].hi if rows else 0) != len(uris):
-        raise _bad(f"the source table of {name} does not cover its {len(uris)} chunks")
-    spans = {}
+    check_rows(name, rows, len(uris), entry.deleted)
     for row in rows:
         if any(uris[i] != row.uri for i in range(row.lo, row.hi)):
             raise _bad(f"the source table of {name} misplaces source {row.uri}")
-        spans[row.uri] = (row.lo, row.hi)
-    for uri, lo, hi in entry.deleted:
-        if spans.get(uri) != (lo, hi):
-            raise _bad(f"the catalog deletes [{lo}, {hi}) of {name} as {uri}: no such source")
     return {uri for uri, _, _ in entry.deleted}
 
 

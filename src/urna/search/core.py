@@ -43,7 +43,7 @@ from urna.search.hits import across
 from urna.search.merge import merge_top
 from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
 from urna.search.postings import CollectionPostings, CollectionStats
-from urna.search.query import check_k, check_positive, prepare
+from urna.search.query import prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
@@ -107,21 +107,17 @@ class Searcher(Fanout):
     # --- running a query -------------------------------------------------------
 
     def run(self, query: Query) -> SearchResult:
-        k = check_k(query.k)
+        k = query.k
         kept = self.kept(query)
         counted = kept is not None or self.deletions
         searched = sum(self.each(lambda s: s.count(kept), threads=False)) if counted else self.live
         if query.method == "text":
             return self._text(query, k, kept, searched)
-        if query.vector is None:
-            raise QueryError(f"method {query.method} needs a query vector")
-        ef = check_positive(query.ef, "ef")
-        hops = query.hops
-        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-            raise QueryError(f"invalid hops: {hops}")
+        ef, hops = query.ef, query.hops
         if query.method == "space":
             return self._space(query, k, kept, searched)
         t0 = time.perf_counter()
+        assert query.vector is not None  # Query refuses a vector method without one
         q = prepare(query.vector, self.dim)
         if searched == 0:
             return self._nothing_kept("exact", k, t0)
@@ -141,9 +137,7 @@ class Searcher(Fanout):
 
     def _space(self, query: Query, k: int, kept: Filter | None, searched: int) -> SearchResult:
         t0 = time.perf_counter()
-        space = query.space
-        if not isinstance(space, str) or not space:
-            raise QueryError("search_space needs the name of an embedding space")
+        space = str(query.space)
         vector = np.asarray(query.vector)
         if searched == 0:
             return replace(self._nothing_kept("space", k, t0), space=space)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from urna.errors import FormatError
+from urna.format.chunks import ChunkStore
 from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
 from urna.index.bm25 import BM25Index
@@ -35,7 +36,6 @@ from urna.index.hnsw import WHERE as HNSW_WHERE
 from urna.index.hnsw import HNSWIndex
 from urna.index.rowscore import row_scores
 from urna.ingest.context import bm25_texts
-from urna.search.chunks import ChunkStore
 
 SELF_SAMPLE = 512
 SELF_K = 10

@@ -23,9 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from urna.errors import CitationError, FormatError, QueryError
+from urna.errors import (
+    ForeignCitationError,
+    FormatError,
+    NotFoundError,
+    QueryError,
+)
 from urna.format.audit import AuditReport, audit
+from urna.format.chunks import Chunk, ChunkStore
 from urna.format.embeddings import Matrix
+from urna.format.fusion import FusionParams
 from urna.format.layout import Encoding
 from urna.format.reader import Container
 from urna.index.bm25 import load_bm25, positive_top, scores_at
@@ -35,11 +42,9 @@ from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
 from urna.index.rowscore import row_scores
 from urna.index.topk import top_k
-from urna.search.chunks import Chunk, ChunkStore
 from urna.search.cite import Citation, check_source, parse_citation
 from urna.search.derived import audit_derived
 from urna.search.filters import Filter, FilterIndex
-from urna.search.fusion import FusionParams
 from urna.search.hits import HitMaker
 from urna.search.info import FileView
 from urna.search.metadata import FieldColumns
@@ -297,13 +302,13 @@ class FileShard(FileView):
         """Resolve a citation in this file; its content_hash must be this file's."""
         cit = parse_citation(citation) if isinstance(citation, str) else citation
         if cit.content_hash != self.content_hash:
-            raise CitationError(
+            raise ForeignCitationError(
                 f"content_hash mismatch: the citation names {cit.content_hash}, "
                 f"this file has {self.content_hash}"
             )
         i = self.find(cit.chunk_id)
         if i is None:
-            raise CitationError(f"chunk not found: {cit.chunk_id}")
+            raise NotFoundError(f"chunk not found: {cit.chunk_id}")
         return self.chunk(i)
 
     def source_root(self) -> Path:

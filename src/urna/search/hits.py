@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from urna.search.chunks import ChunkStore
+from urna.format.chunks import ChunkStore
 from urna.search.metadata import FieldColumns
 from urna.search.result import Hit
 from urna.search.shard import HitSpec

@@ -44,6 +44,11 @@ class FileView:
         return self._c.path
 
     @property
+    def container(self) -> Container:
+        """The open container (a watching server lends it to its writer's next update)."""
+        return self._c
+
+    @property
     def n_chunks(self) -> int:
         return int(self.manifest["n_chunks"])
 

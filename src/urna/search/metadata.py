@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from urna.format.chunks import ChunkStore
 from urna.format.fields import ChunkFields, Value, type_of
-from urna.search.chunks import ChunkStore
 from urna.search.where import Leaf, holds
 
 BUILT_IN = ("source", "section", "page")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from urna.errors import QueryError
-from urna.search.chunks import Chunk
+from urna.format.chunks import Chunk
 from urna.search.protocol import Searchable
 
 MAX_NEIGHBOURS = 20

@@ -3,6 +3,7 @@ opens a ``Collection``. Both are checked the same way and answer the same method
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,14 +14,15 @@ from urna.errors import FileError, FormatError, QueryError
 from urna.format.catalog import CATALOG, Catalog, ShardEntry, is_collection, read_catalog
 from urna.format.partition import bucket_of
 from urna.format.reader import Verify
-from urna.format.text_table import table_name
 from urna.format.versions import read_version, resolve_at
+from urna.index.bm25 import BM25Index
+from urna.index.text_table import open_table
 from urna.search.collection import Collection, shard_path
-from urna.search.core import Searcher
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
 from urna.search.shard import Shard
-from urna.search.text_table import open_table, write_table
+
+log = logging.getLogger(__name__)
 
 
 def open_path(
@@ -96,35 +98,27 @@ def open_collection(
                 if other.manifest.get(key) != first.manifest.get(key):
                     raise _bad(f"shard {other.name} records another {key} than the first")
         n_chunks = sum(s.facts.n_chunks for s in shards)
-        table = open_table(folder, catalog, n_chunks, hashes=verify == "full", private=private)
+        table, damaged = _table(folder, catalog, n_chunks, verify, private)
     except BaseException:
         for n, opened in enumerate(shards):
             if n not in shared:  # a shared file still answers for the version that opened it
                 opened.close()
         raise
     head = version if at is None else Catalog.version_of(read_catalog(folder)[1])
-    return Collection(folder, catalog, version, shards, head=head, table=table)
+    return Collection(folder, catalog, version, shards, head=head, table=table, damaged=damaged)
 
 
-def write_text_table(folder: Path, catalog: Catalog, weigh: bool = True) -> str | None:
-    """Weigh and write ``catalog``'s text table (``search/text_table.py``) from its files,
-    before a build or a compaction publishes it (so a server that swaps the new version in
-    finds the table), and remove any other; its file name, or None when it has none
-    (``weigh`` False: only remove the others)."""
-    if not weigh or table_name(catalog) is None:
-        return write_table(folder, catalog, None, None)  # only removes the others
-    shards: list[Shard] = []
+def _table(
+    folder: Path, catalog: Catalog, n_chunks: int, verify: Verify, private: bool
+) -> tuple[BM25Index | None, FormatError | None]:
+    """The collection's text table, or None and why: a table that fails its checks is
+    derived data, so the collection answers without it (each word weighed from the shards,
+    as before it was written), says so once, and ``validate`` still refuses it."""
     try:
-        for entry in catalog.files:
-            shards.append(open_shard(shard_path(folder, entry.file or ""), verify="trusted"))
-        searcher = Searcher(shards)
-        try:
-            return write_table(folder, catalog, searcher.postings, searcher.stats.of([]))
-        finally:
-            searcher.close()
-    finally:
-        for shard in shards:
-            shard.close()
+        return open_table(folder, catalog, n_chunks, hashes=verify == "full", private=private), None
+    except FormatError as exc:
+        log.warning("warning: %s (ignored: the collection answers without it)", exc.reason)
+        return None, exc
 
 
 SAMPLED = 16  # chunks whose source's bucket an open checks, per shard

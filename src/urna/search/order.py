@@ -1,7 +1,7 @@
 """One ranking order for a file and for any collection of the same sources: best score first,
 ties by source_uri (as UTF-8 bytes), then by position.
 
-A file stores its chunks by source_uri, then position in the source (``build/run.py``), as
+A file stores its chunks by source_uri, then position in the source (``build/documents.py``), as
 every shard does; so in a file, ties break by ordinal. A collection's global ordinals run
 shard after shard, and sources are spread over shards by a hash, so ordinal order is not
 source order there: among equal scores the merge looks up each tied chunk's source_uri

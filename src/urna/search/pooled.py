@@ -174,11 +174,12 @@ def _bounded_top(
 ) -> Pair | None:
     """``one_text_pass``'s answer, bit for bit, from a pool holding upper bounds: a bounded
     term's weights are at most its stored weights times its shard's factor
-    (``_Tables.upper``: one multiply per posting, no float64 weighing) and at least its
-    shard's ``least`` times that. Only the rows whose bound reaches the depth-th best lower
-    bound among the seed's rows (``above_seed``'s seed: a deleted chunk's bound is 0) can
-    rank; only their postings are weighed, and added in the pool's order (so the same
-    float32 sums). None for a score that is not finite (the shards' own tops set it aside).
+    (``index/bm25_tables.py``, ``Tables.upper``: one multiply per posting, no float64
+    weighing) and at least its shard's ``least`` times that. Only the rows whose bound
+    reaches the depth-th best lower bound among the seed's rows (``above_seed``'s seed: a
+    deleted chunk's bound is 0) can rank; only their postings are weighed, and added in
+    the pool's order (so the same float32 sums). None for a score that is not finite (the
+    shards' own tops set it aside).
     """
     if not np.isfinite(pool).all():
         return None

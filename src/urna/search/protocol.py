@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from urna.format.audit import AuditReport
-from urna.search.chunks import Chunk
+from urna.format.chunks import Chunk
 from urna.search.cite import Citation
 from urna.search.request import Query
 from urna.search.result import SearchResult

@@ -37,18 +37,6 @@ def _kind(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def check_positive(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
-        raise QueryError(f"invalid {name}: {value}")
-    return int(value)
-
-
-def check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k <= 0:
-        raise QueryError(f"invalid k: {k}")
-    return int(k)
-
-
 def prepare(values: Sequence[float] | np.ndarray, dim: int) -> np.ndarray:
     """Validate a query vector against the file's dimension and return it L2-normalized."""
     try:

@@ -13,10 +13,13 @@ import numpy as np
 
 from urna.embed.base import Embedder
 from urna.errors import QueryError
+from urna.format.fusion import FUSIONS
 from urna.search.filters import Filter, make_filter
 
 Method = Literal["exact", "ann", "graph", "space", "text"]
 METHODS: tuple[str, ...] = get_args(Method)
+Mode = Literal["auto", "hybrid", "vector", "text"]
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,37 @@ class Query:
     embedder: Embedder | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        """Every knob checked here, once, whichever shell built the query."""
         if self.method not in METHODS:
             raise QueryError(
                 f"invalid method {self.method!r}: expected one of {', '.join(METHODS)}"
             )
+        if self.mode not in MODES:
+            raise QueryError(f"invalid mode {self.mode!r}: expected one of {', '.join(MODES)}")
+        if self.fusion is not None and self.fusion not in FUSIONS:
+            raise QueryError(
+                f"invalid fusion {self.fusion!r}: expected one of {', '.join(FUSIONS)}"
+            )
+        object.__setattr__(self, "k", _positive(self.k, "k"))
+        object.__setattr__(self, "ef", _positive(self.ef, "ef"))
+        if self.candidates is not None:
+            object.__setattr__(self, "candidates", _positive(self.candidates, "candidates"))
+        if isinstance(self.hops, bool) or not isinstance(self.hops, int) or self.hops < 0:
+            raise QueryError(f"invalid hops: {self.hops}")
+        if self.method != "text" and self.vector is None:
+            raise QueryError(f"method {self.method} needs a query vector")
+        if self.method == "space" and (not isinstance(self.space, str) or not self.space):
+            raise QueryError("search_space needs the name of an embedding space")
 
     def kept(self) -> Filter | None:
         """What the query keeps (parsed and checked for syntax; None: every chunk)."""
         return make_filter(self.source, self.section, self.where)
+
+
+def _positive(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
+        raise QueryError(f"invalid {name}: {value}")
+    return int(value)
 
 
 QUERY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Query))

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from urna.format.audit import AuditReport
+from urna.format.chunks import Chunk
+from urna.format.fusion import FusionParams
 from urna.index.bm25_global import TermStats
-from urna.search.chunks import Chunk
 from urna.search.filters import Filter
-from urna.search.fusion import FusionParams
 from urna.search.result import Hit
 from urna.search.where import Schema
 
@@ -83,9 +83,16 @@ class HitSpec:
         ranks = None if self.ranks is None else [self.ranks[j] for j in where]
         at = [j + 1 for j in where]
         return HitSpec(
-            self.index_type, self.score_type, self.reranked, self.precision, self.model,
-            self.terms, ranks, at, offset,
-        )  # fmt: skip
+            self.index_type,
+            self.score_type,
+            self.reranked,
+            self.precision,
+            self.model,
+            self.terms,
+            ranks,
+            at,
+            offset,
+        )
 
 
 class Shard(Protocol):

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 import numpy as np
 
 from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
+from urna.format.fusion import FusionParams
 from urna.index.bm25 import TextHits
 from urna.search.feedback import rocchio
-from urna.search.fusion import Fused, FusionParams, fuse
+from urna.search.fusion import Fused, fuse
 from urna.search.order import SourceOf
 from urna.search.query import prepare
-
-Mode = Literal["auto", "hybrid", "vector", "text"]
-MODES: tuple[str, ...] = get_args(Mode)
 
 
 @dataclass
@@ -56,8 +53,6 @@ def route(mode: str, *, has_bm25: bool, embedder: Callable[[], Embedder], explic
     """Pick the mode. ``auto``: hybrid when the file has BM25 and the query can be embedded,
     else whichever of the two the file supports. ``embedder()`` returns the gated embedder or
     raises; with an ``explicit`` model its failure is the answer even under auto."""
-    if mode not in MODES:
-        raise QueryError(f"invalid mode {mode!r}: expected one of {', '.join(MODES)}")
     if mode in ("text", "hybrid") and not has_bm25:
         raise QueryError(
             f"mode {mode} needs a BM25 index (section 0x08), which this file does not have; "
@@ -107,8 +102,6 @@ def rank(
     With ``vectors`` and a file that records feedback, hybrid runs its vector side again
     from the fused first pass (``search/feedback.py``). With ``fill`` and a file that records
     complete scores, each candidate is fused with both methods' scores (``search/fusion.py``)."""
-    if candidates is not None and (isinstance(candidates, bool) or candidates <= 0):
-        raise QueryError(f"invalid candidates: {candidates}")
     vector = None
     if route.embedder is not None:
         q = prepare(route.embedder.embed([text])[0], dim)
@@ -123,9 +116,14 @@ def rank(
         hits = text_top(text, k)
         ranks = _method_ranks("text", hits.scores)
         return Ranked(
-            "text", "bm25", hits.ordinals, hits.scores, ranks, hits.query_tokens,
+            "text",
+            "bm25",
+            hits.ordinals,
+            hits.scores,
+            ranks,
+            hits.query_tokens,
             {"text": len(hits.ordinals)},
-        )  # fmt: skip
+        )
     assert vector is not None
     depth = candidates or default_candidates(k)
     hits = text_top(text, depth)

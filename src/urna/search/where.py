@@ -23,6 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as attribute
 from typing import Any
 
 from urna.errors import QueryError
@@ -34,6 +35,7 @@ LISTS = ("$in", "$nin")
 OPERATORS = (*COMPARE, *LISTS, "$contains", "$exists")
 MAX_DEPTH = 32
 MAX_NODES = 1000
+MAX_VALUES = 10_000  # the values of every $in and $nin list together
 MAX_JSON = 100_000
 
 Scalar = str | int | float | bool
@@ -44,6 +46,9 @@ class Leaf:
     field: str
     op: str
     value: Any  # a scalar, a tuple of scalars ($in, $nin), or a bool ($exists)
+    # $in and $nin: the values as membership keys (``_key``), so a value is tested in one
+    # hash look-up, however long the list
+    keys: frozenset[tuple[str, Any]] = attribute(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def parse_where(value: str | Mapping[str, Any] | None) -> Node | None:
         except (json.JSONDecodeError, RecursionError) as exc:
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise QueryError(f"invalid where filter: {detail}") from None
-    budget = [MAX_NODES]
+    budget = [MAX_NODES, MAX_VALUES]
     node = _node(value, 0, budget)
     return node
 
@@ -102,11 +107,11 @@ def _node(value: Any, depth: int, budget: list[int]) -> Node:
         elif not isinstance(key, str) or not key or key.startswith("$"):
             raise _bad(f"unknown operator {key!r} (a field name cannot start with $)")
         else:
-            parts.extend(_condition(key, item))
+            parts.extend(_condition(key, item, budget))
     return parts[0] if len(parts) == 1 else Group("$and", tuple(parts))
 
 
-def _condition(name: str, item: Any) -> list[Node]:
+def _condition(name: str, item: Any, budget: list[int]) -> list[Node]:
     if not isinstance(item, Mapping):
         return [Leaf(name, "$eq", _scalar(name, "$eq", item))]
     if not item:
@@ -118,7 +123,12 @@ def _condition(name: str, item: Any) -> list[Node]:
         elif op in LISTS:
             if not isinstance(operand, list) or not operand:
                 raise _bad(f"{op} on {name!r} takes a non-empty list of values")
-            out.append(Leaf(name, op, tuple(_scalar(name, op, v) for v in operand)))
+            budget[1] -= len(operand)
+            if budget[1] < 0:
+                raise _bad(f"more than {MAX_VALUES} values in its $in and $nin lists")
+            values = tuple(_scalar(name, op, v) for v in operand)
+            keys = frozenset(k for v in values for k in _wanted_keys(v))
+            out.append(Leaf(name, op, values, keys))
         elif op == "$contains":
             if not isinstance(operand, str):
                 raise _bad(f"$contains on {name!r} takes a string, got {_kind(operand)}")
@@ -217,7 +227,7 @@ def holds(leaf: Leaf, present: bool, value: Any) -> bool:
     if op == "$ne":
         return not (present and _equal(value, leaf.value))
     if op == "$nin":
-        return not (present and any(_equal(value, v) for v in leaf.value))
+        return not (present and _stored_key(value) in leaf.keys)
     if not present:
         return False
     if op == "$glob":  # --source (internal: not an operator a filter can name)
@@ -227,10 +237,32 @@ def holds(leaf: Leaf, present: bool, value: Any) -> bool:
     if op == "$eq":
         return _equal(value, leaf.value)
     if op == "$in":
-        return any(_equal(value, v) for v in leaf.value)
+        return _stored_key(value) in leaf.keys
     if op == "$contains":
         return isinstance(value, list) and leaf.value in value
     return _ordered(op, value, leaf.value)
+
+
+def _wanted_keys(wanted: Scalar) -> list[tuple[str, Any]]:
+    """The keys a stored value equal to ``wanted`` (as ``_equal`` reads it) has."""
+    if isinstance(wanted, bool):
+        return [("b", wanted)]
+    if isinstance(wanted, int | float):
+        return [("n", wanted)]  # 1 and 1.0 are one key: equal numbers hash alike
+    found = iso_date(wanted)
+    return [("s", wanted)] if found is None else [("s", wanted), ("d", str(found))]
+
+
+def _stored_key(stored: Any) -> tuple[str, Any] | None:
+    if isinstance(stored, bool):
+        return ("b", stored)
+    if isinstance(stored, int | float):
+        return ("n", stored)
+    if isinstance(stored, Date):
+        return ("d", str(stored))
+    if isinstance(stored, str):
+        return ("s", stored)
+    return None  # a list is tested with $contains
 
 
 def _equal(stored: Any, wanted: Scalar) -> bool:

@@ -14,12 +14,12 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute
 
-from urna import __version__
 from urna.errors import UrnaError
 from urna.server import compat, errors, v1
 from urna.server.databases import Databases
 from urna.server.errors import error_body
 from urna.server.log import ServerLog
+from urna.version import __version__
 
 OPEN_PATHS = ("/api/health",)
 
@@ -71,7 +71,7 @@ def create_app(
         description="Search .urna files: KuraDB-compatible routes, the /v1 API, MCP at /mcp.",
         lifespan=lifespan,
     )
-    errors.install(app)
+    errors.install(app, dbs.public)
 
     limiter = RateLimit(max_rps) if max_rps > 0 else None
 

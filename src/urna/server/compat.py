@@ -10,7 +10,13 @@ from fastapi import APIRouter, Request
 
 from urna.errors import UrnaError
 from urna.server.databases import Databases
-from urna.server.errors import ERROR_RESPONSES, ApiError, code_of, error_body
+from urna.server.errors import (
+    ERROR_RESPONSES,
+    GUARDED_RESPONSES,
+    ApiError,
+    code_of,
+    error_body,
+)
 from urna.server.search import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
@@ -136,7 +142,7 @@ def router(dbs: Databases) -> APIRouter:
     async def health() -> dict[str, Any]:
         return {"status": "ok", "databases": len(dbs.names())}
 
-    @api.get("/api/list", summary="Loaded databases")
+    @api.get("/api/list", summary="Loaded databases", responses=GUARDED_RESPONSES)
     async def listing() -> dict[str, Any]:
         return {"databases": dbs.names()}
 

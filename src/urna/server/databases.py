@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -31,6 +33,21 @@ class Databases:
     checked: dict[str, float] = field(default_factory=dict)
 
     FOLLOW = 0.5  # seconds between looks at a served collection's catalog
+
+    def public(self, message: str) -> str:
+        """``message`` as a client may read it: the folders of what is served (and of its
+        sources) left out of every path it names, so an error over HTTP or MCP names a file
+        relative to what was served, never the server's absolute paths."""
+        folders: set[str] = set()
+        for corpus in list(self.corpora.values()):
+            folders.add(str(Path(corpus.path).resolve().parent))
+            for shard in getattr(corpus, "shards", [corpus]):  # where its sources lie
+                with contextlib.suppress(Exception):
+                    folders.add(str(shard.source_root()))
+        for folder in sorted(folders, key=len, reverse=True):  # the deepest first
+            if folder != os.sep:
+                message = message.replace(folder.rstrip(os.sep) + os.sep, "")
+        return message
 
     def get(self, name: str) -> Searchable | None:
         corpus = self.corpora.get(name)

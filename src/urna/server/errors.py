@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,7 +11,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from urna.errors import CitationError, ModelError, ModelGateError, QueryError, UrnaError
+from urna.errors import (
+    CitationError,
+    ModelError,
+    ModelGateError,
+    NotFoundError,
+    QueryError,
+    UrnaError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +43,7 @@ def code_of(exc: UrnaError) -> tuple[int, str]:
     if isinstance(exc, ModelError):
         return 503, "model_unavailable"
     if isinstance(exc, CitationError):
-        return 404 if "not found" in str(exc) else 400, "citation"
+        return 404 if isinstance(exc, NotFoundError) else 400, "citation"
     if isinstance(exc, QueryError):
         return 400, "bad_query"
     return 400, "bad_request"
@@ -86,9 +94,12 @@ _ONE_ERROR = {
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: _ONE_ERROR for code in (400, 401, 404, 409, 413, 429, 503)
 }
+# What every route but health may answer besides 200: a missing token, the rate limit.
+GUARDED_RESPONSES: dict[int | str, dict[str, Any]] = {code: _ONE_ERROR for code in (401, 429)}
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, public: Callable[[str], str] = lambda m: m) -> None:
+    """The error handlers; ``public`` rewrites a message's paths for clients."""
     openapi_with_400(app)
 
     @app.exception_handler(ApiError)
@@ -98,7 +109,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(UrnaError)
     async def urna_error(_: Request, exc: UrnaError) -> JSONResponse:
         status, code = code_of(exc)
-        return _response(status, code, str(exc))
+        return _response(status, code, public(str(exc)))
 
     @app.exception_handler(RequestValidationError)
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import anyio
 from pydantic import Field
 
-from urna import __version__
-from urna.errors import CitationError, UrnaError
-from urna.search.chunks import Chunk
+from urna.errors import CitationError, ForeignCitationError, UrnaError
+from urna.format.chunks import Chunk
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
 from urna.search.request import Query, query_from
 from urna.search.result import chunk_record
 from urna.server.databases import Databases, database_record
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
+from urna.version import __version__
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -104,10 +104,8 @@ class Tools:
                 continue
             try:
                 return candidate, held, held.cite(citation)
-            except CitationError as exc:
+            except ForeignCitationError as exc:  # another corpus may hold it
                 first = first or exc
-                if "content_hash mismatch" not in str(exc):
-                    raise
         raise CitationError(f"no served corpus holds {citation}") from first
 
     def search(self, corpus: str | None, query: Query, at: str | None = None) -> dict[str, Any]:
@@ -149,14 +147,15 @@ def _record(corpus: Searchable, chunk: Chunk) -> dict[str, Any]:
     return chunk_record(chunk, file_hash=corpus.file_hash, content_hash=corpus.content_hash)
 
 
-async def _run(fn: Callable[[], T]) -> T:
-    """A tool body off the event loop; its ``UrnaError`` becomes the tool's error."""
+async def _run(fn: Callable[[], T], public: Callable[[str], str]) -> T:
+    """A tool body off the event loop; its ``UrnaError`` becomes the tool's error, its paths
+    relative to what is served (``Databases.public``)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
         return await anyio.to_thread.run_sync(fn)
     except UrnaError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(public(str(exc))) from None
 
 
 def _server_class(base: type[MCPServer]) -> type[MCPServer]:
@@ -228,16 +227,20 @@ def create_mcp(dbs: Databases) -> MCPServer:
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
-            text=query, k=limit, mode=mode, source=source or None, section=section or None,
+            text=query,
+            k=limit,
+            mode=mode,
+            source=source or None,
+            section=section or None,
             where=where,
-        )  # fmt: skip
-        return await _run(lambda: tools.search(corpus, asked, at or None))
+        )
+        return await _run(lambda: tools.search(corpus, asked, at or None), dbs.public)
 
     @server.tool(description=CITE, annotations=readonly)
     async def cite(
         citation: CitationArg, corpus: CorpusName = None, verify_source: bool = False
     ) -> dict[str, Any]:
-        return await _run(lambda: tools.cite(citation, corpus, verify_source))
+        return await _run(lambda: tools.cite(citation, corpus, verify_source), dbs.public)
 
     @server.tool(description=READ, annotations=readonly)
     async def read(
@@ -246,10 +249,10 @@ def create_mcp(dbs: Databases) -> MCPServer:
         before: Annotated[int, Field(ge=0, le=MAX_NEIGHBOURS)] = 1,
         after: Annotated[int, Field(ge=0, le=MAX_NEIGHBOURS)] = 1,
     ) -> dict[str, Any]:
-        return await _run(lambda: tools.read(citation, corpus, before, after))
+        return await _run(lambda: tools.read(citation, corpus, before, after), dbs.public)
 
     @server.tool(description=LIST, annotations=readonly)
     async def list_corpora() -> dict[str, Any]:
-        return await _run(tools.list_corpora)
+        return await _run(tools.list_corpora, dbs.public)
 
     return server

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from urna.search.fusion import Fusion
-from urna.search.text import Mode
+from urna.format.fusion import Fusion
+from urna.search.request import Mode
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
 WHERE_HELP = 'a where-filter on metadata, e.g. {"year": {"$gte": 2020}}'

@@ -30,9 +30,9 @@ from urna.build.ray_build import connect
 from urna.errors import FormatError, UrnaError, missing_extra
 from urna.format.audit import AuditReport
 from urna.format.catalog import Catalog, parse_catalog, read_catalog
+from urna.format.chunks import Chunk
 from urna.format.reader import Verify
 from urna.index.bm25_global import TermStats
-from urna.search.chunks import Chunk
 from urna.search.collection import Collection
 from urna.search.corpus import open_shard
 from urna.search.fileshard import FileShard

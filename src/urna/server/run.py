@@ -35,6 +35,7 @@ def serve(
     data: Path | None = None,
     model: str = "minilm",
     interval: float = 0.25,
+    max_file_mb: int = 64,
     max_rps: float = 200.0,
     ray: str | None = None,
     places: list[str] | None = None,
@@ -72,7 +73,15 @@ def serve(
     sock = listen(host, port)  # bound before the first line, so the lines tell the truth
     watcher = None
     if parsed:
-        watcher = Watcher(dbs, parsed, data, model=model, interval=interval, report=log.watch)
+        watcher = Watcher(
+            dbs,
+            parsed,
+            data,
+            model=model,
+            interval=interval,
+            report=log.watch,
+            max_bytes=max_file_mb << 20 if max_file_mb else None,
+        )
         watcher.start()
     app = create_app(dbs, token=token, max_rps=max_rps, host=host, log=log)
     config = uvicorn.Config(

@@ -4,6 +4,7 @@ the overview the search page opens on."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -16,8 +17,10 @@ from urna.search.request import query_from
 from urna.search.result import chunk_record
 from urna.search.strength import strong_count
 from urna.server.databases import Databases, database_record
-from urna.server.errors import ERROR_RESPONSES, ApiError
+from urna.server.errors import ERROR_RESPONSES, GUARDED_RESPONSES, ApiError
 from urna.server.params import SearchBody, SearchParams
+
+CorpusOf = Callable[[str], Searchable]
 
 
 def router(dbs: Databases) -> APIRouter:
@@ -29,6 +32,13 @@ def router(dbs: Databases) -> APIRouter:
             raise ApiError(404, "unknown_database", f"database not found: {name}")
         return corpus
 
+    _search_routes(api, dbs, corpus_of)
+    _citation_routes(api, corpus_of)
+    _database_routes(api, dbs, corpus_of)
+    return api
+
+
+def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
     def answer(params: SearchParams) -> dict[str, Any]:
         if not params.q.strip():
             raise ApiError(400, "bad_query", "q is empty")
@@ -36,9 +46,14 @@ def router(dbs: Databases) -> APIRouter:
         if params.at:
             corpus = dbs.at(params.db, params.at)
         asked = query_from(
-            text=params.q, k=params.limit, mode=params.mode, fusion=params.fusion,
-            source=params.source or None, section=params.section or None, where=params.where,
-        )  # fmt: skip
+            text=params.q,
+            k=params.limit,
+            mode=params.mode,
+            fusion=params.fusion,
+            source=params.source or None,
+            section=params.section or None,
+            where=params.where,
+        )
         version = {"version": corpus.version} if isinstance(corpus, Collection) else {}
         result = corpus.run(asked)
         # ``strong``: how many leading hits are strong matches (search/strength.py)
@@ -48,11 +63,16 @@ def router(dbs: Databases) -> APIRouter:
     async def search(params: Annotated[SearchParams, Query()]) -> dict[str, Any]:
         return await asyncio.to_thread(answer, params)
 
-    @api.post("/search", summary="The same search, its parameters as a JSON body",
-              responses=ERROR_RESPONSES)  # fmt: skip
+    @api.post(
+        "/search",
+        summary="The same search, its parameters as a JSON body",
+        responses=ERROR_RESPONSES,
+    )
     async def search_post(params: SearchBody) -> dict[str, Any]:
         return await asyncio.to_thread(answer, params)
 
+
+def _citation_routes(api: APIRouter, corpus_of: CorpusOf) -> None:
     @api.get(
         "/cite",
         summary="Resolve a citation urna://<content_hash>/<chunk_id>",
@@ -90,7 +110,9 @@ def router(dbs: Databases) -> APIRouter:
 
         return await asyncio.to_thread(passage)
 
-    @api.get("/databases", summary="Loaded databases")
+
+def _database_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
+    @api.get("/databases", summary="Loaded databases", responses=GUARDED_RESPONSES)
     async def databases() -> dict[str, Any]:
         out = []
         for name in dbs.names():
@@ -99,7 +121,11 @@ def router(dbs: Databases) -> APIRouter:
                 out.append(database_record(name, c))
         return {"databases": out}
 
-    @api.get("/overview", summary="Each database at a glance: size, model, example queries")
+    @api.get(
+        "/overview",
+        summary="Each database at a glance: size, model, example queries",
+        responses=GUARDED_RESPONSES,
+    )
     async def overview_all() -> dict[str, Any]:
         def look() -> list[dict[str, Any]]:
             found = ((name, dbs.get(name)) for name in dbs.names())
@@ -118,5 +144,3 @@ def router(dbs: Databases) -> APIRouter:
         for shard in info.get("shards", []):
             shard.pop("path", None)
         return info
-
-    return api

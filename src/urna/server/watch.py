@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from urna import library
-from urna.build.collection import build_collection
-from urna.build.shard import share
 from urna.build.spec import spec_from_args
 from urna.build.target import existing_shards
+from urna.build.writer import Writer
 from urna.embed.registry import resolve
 from urna.errors import UrnaError
+from urna.format.atomic import make_folder
 from urna.ingest.loaders import kind_of
 from urna.search.fileshard import FileShard
 from urna.search.opening import open_collection
@@ -56,10 +56,15 @@ def parse_watch(value: str) -> Watch:
     return Watch(name, path)
 
 
-def snapshot(folder: Path) -> Snapshot:
+MAX_BYTES = 64 << 20  # a watched file larger than this is skipped (``serve --max-file-mb``)
+
+
+def snapshot(folder: Path, max_bytes: int | None = None) -> Snapshot:
     """Each document's (size, mtime) under ``folder``: one scandir per folder, one stat per
-    document (links followed, as the build follows them)."""
+    document. A link is followed as the build follows it (``build/discover.py``): to a file
+    inside the folder only, so nothing outside a watched folder is ever indexed."""
     out: Snapshot = {}
+    root = os.path.realpath(folder).rstrip(os.sep) + os.sep
     stack = [(str(folder), "")]
     while stack:
         here, rel = stack.pop()
@@ -75,12 +80,17 @@ def snapshot(folder: Path) -> Snapshot:
                 continue
             if kind_of(entry.name) is None:
                 continue
+            if entry.is_symlink() and not os.path.realpath(entry.path).startswith(root):
+                continue
             try:
                 st = entry.stat()
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):  # a FIFO or device named like a document is not one
-                out[f"{rel}{entry.name}"] = (st.st_size, st.st_mtime_ns)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or device named like a document
+                continue
+            if max_bytes is not None and st.st_size > max_bytes:
+                continue  # skipped by the build too: its changes change nothing
+            out[f"{rel}{entry.name}"] = (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -94,13 +104,17 @@ class Watcher:
         model: str,
         interval: float = 0.25,
         report: Callable[[str], None] | None = None,
+        max_bytes: int | None = MAX_BYTES,
     ) -> None:
         self.dbs, self.watches, self.data, self.interval = dbs, watches, data, interval
+        self.max_bytes = max_bytes  # larger files are skipped and reported: the watcher stays live
         self.model = model
         self.report = report or (lambda message: log.warning("%s", message))
         self._stop = threading.Event()
         self._seen: dict[str, Snapshot] = {}
         self._open: dict[str, dict[str, FileShard]] = {}  # served files, by watch and name
+        self._writers: dict[str, Writer] = {}  # each watched folder's, kept between updates
+        self._warned: set[str] = set()
         self._thread = threading.Thread(target=self._loop, name="urna-watch", daemon=True)
         self.embedder = resolve(model)
 
@@ -113,7 +127,7 @@ class Watcher:
     def build(self, watch: Watch, before: Snapshot | None = None) -> None:
         """Update (or first build) the watched folder's collection and serve the result;
         ``before``: the folder as just looked at (else it is looked at now)."""
-        before = snapshot(watch.folder) if before is None else before
+        before = snapshot(watch.folder, self.max_bytes) if before is None else before
         out = self.folder(watch)
         if not before:
             # Emptied or deleted: what was there must stop being searchable.
@@ -122,17 +136,15 @@ class Watcher:
             self._seen[watch.name] = before
             self.report(f"watch: {watch.name} has no documents in {watch.folder}: not served")
             return
-        # The spec ``urna build FOLDER -o DIR --model M`` makes: either may update it.
-        spec = spec_from_args([watch.folder], out, model=self.model)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        summary = build_collection(spec, shards=existing_shards(out) or 1)
+        make_folder(out)
+        summary = self._writer(watch, out).build(existing_shards(out) or 1)
         served = self._open.get(watch.name, {})
         collection = open_collection(out, private=True, reuse=served)
         self._open[watch.name] = {
             s.path.name: s for s in collection.shards if isinstance(s, FileShard)
         }
-        for shard in self._open[watch.name].values():
-            share(shard.path, shard)  # the next update reads earlier vectors from these
+        for shard in self._open[watch.name].values():  # the next update reads these
+            self._writers[watch.name].files.lend(shard.path, shard.container)
         self.dbs.swap(watch.name, collection)
         self._seen[watch.name] = before
         changes = summary.changes or {}
@@ -142,6 +154,24 @@ class Watcher:
             f"added, {changes.get('changed', 0)} changed, {changes.get('removed', 0)} removed, "
             f"{summary.embedded} embedded, in {summary.seconds:.2f} s"
         )
+
+    def _writer(self, watch: Watch, out: Path) -> Writer:
+        """The watched folder's writer: the spec ``urna build FOLDER -o DIR --model M``
+        makes, so either may update the collection."""
+        writer = self._writers.get(watch.name)
+        if writer is None or writer.folder != out:
+            spec = spec_from_args([watch.folder], out, model=self.model, max_bytes=self.max_bytes)
+            writer = Writer.for_spec(
+                spec, collection=True, embedder=self.embedder, warn=self._warn_once
+            )
+            self._writers[watch.name] = writer
+        return writer
+
+    def _warn_once(self, message: str) -> None:
+        """A skipped file is reported once, not at every change of its folder."""
+        if message not in self._warned:
+            self._warned.add(message)
+            self.report(f"watch: {message}")
 
     def start(self) -> None:
         # The model loads before the server answers: loaded lazily by the first change, its
@@ -162,7 +192,7 @@ class Watcher:
             for watch in self.watches:
                 try:
                     t0 = time.perf_counter()
-                    now = snapshot(watch.folder)
+                    now = snapshot(watch.folder, self.max_bytes)
                     looking += time.perf_counter() - t0
                     if now != self._seen.get(watch.name):
                         self.build(watch, now)

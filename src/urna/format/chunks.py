@@ -1,4 +1,7 @@
-"""The stored chunks of an open file: each one's identity, text, span and place in its source."""
+"""The stored chunks of an open file: each one's identity, text, span and place in its source,
+its metadata fields and its stored vector. Search reads hits from it; a build reads earlier
+files through it (their chunks to rewrite, their vectors to reuse), never as searchable
+corpora."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from urna.format.fields import Value
 from urna.format.identity import citation_id
 from urna.format.reader import Container
 
@@ -66,6 +70,17 @@ class ChunkStore:
             citation_id=citation_id(self.content_hash, cid),
             **extra,
         )
+
+    def fields_of(self, i: int) -> dict[str, Value]:
+        """Chunk ``i``'s stored metadata fields ({} where the file has none)."""
+        fields = self._c.chunk_fields
+        if fields is None:
+            return {}
+        return dict(fields.records[int(fields.of_chunk[i])])
+
+    def embedding(self, i: int) -> np.ndarray:
+        """Row ``i`` as stored, dequantized to float32."""
+        return self._c.matrix.rows(slice(i, i + 1))[0]
 
     def source_uris_of(self, idx: np.ndarray) -> list[str]:
         uris = self._c.spans.uris
