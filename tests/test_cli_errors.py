@@ -190,3 +190,16 @@ def test_build_makes_its_output_folder_and_names_a_file_in_the_way(tmp_path: Pat
         )
         assert_error(result, "cannot create output folder")
         assert (tmp_path / "blocker").read_text() == ""
+
+
+def test_messages_a_person_can_act_on(tmp_path: Path, five_file: Path) -> None:
+    """A document given where a .urna file goes names what it is and how to build one; a
+    where-filter that is not JSON shows one that is; a glob that matches nothing is an
+    error, not 0 chunks."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nBees swarm in spring.\n")
+    said = assert_error(run("find", str(notes), "bees"), "is a markdown document, not a .urna")
+    assert "urna build" in said and "notes.urna" in said
+    said = assert_error(run("search", str(five_file), "[1, 0, 0, 0]", "--where", "year >= 2020"))
+    assert '{"year": {"$gte": 2020}}' in said
+    assert_error(run("search", str(five_file), "[1, 0, 0, 0]", "--source", "["), "matches nothing")

@@ -467,3 +467,33 @@ def test_an_update_keeps_the_options_it_was_built_with(
             f"docs/n{i}.md" for i in range(3)
         }
         assert not col.has_ann_index  # still the exact preset
+
+
+@needs_models
+def test_a_collection_you_built_is_watched_in_place_and_a_quiet_start_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``urna serve COLL --watch coll=DIR``: the watcher keeps the collection you built
+    (same folder, its recorded options: here the static model, which the watcher was not
+    told), a start with nothing changed writes no version, and a saved file is an update."""
+    from urna.server.databases import load
+    from urna.server.watch import Watch, Watcher
+
+    docs, col = tmp_path / "notes", tmp_path / "served" / "coll"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nkrill and whales, {i}.\n")
+    built = run("build", str(docs), "-o", str(col), "--shards", "2", "--model", "static")
+    assert built.exit_code == 0, built.stderr
+    before = sorted(os.listdir(col / VERSIONS))
+    dbs = load([col])
+    watch = Watch("coll", docs, collection=col)
+    watcher = Watcher(dbs, [watch], None, model=None, report=lambda _: None)
+    watcher.build(watch)
+    assert sorted(os.listdir(col / VERSIONS)) == before  # nothing changed: no version
+    (docs / "n9.md").write_text("# Note 9\n\nzyzzyva swims past.\n")
+    watcher.build(watch)
+    assert len(os.listdir(col / VERSIONS)) == len(before) + 1
+    served = dbs.get("coll")
+    assert served is not None
+    assert served.search_text("zyzzyva", k=1, mode="text").hits[0].source_uri.endswith("n9.md")

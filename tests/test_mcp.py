@@ -75,6 +75,9 @@ async def _conversation(client: Any, checks: dict[str, Any]) -> None:
     assert bad.is_error and "limit" in bad.content[0].text
     marks = await client.call_tool("search", {"query": "?!...,;"})
     assert marks.is_error and "empty query" in marks.content[0].text
+    for nothing in ("", "   "):  # urna's own words, never a validation library's
+        empty = await client.call_tool("search", {"query": nothing})
+        assert empty.is_error and empty.content[0].text.endswith(": the query is empty")
     wrong = await client.call_tool("cite", {"citation": "urna://nope"})
     assert wrong.is_error
     checks["error"] = wrong.content[0].text

@@ -64,7 +64,6 @@ def write_segment(
     earlier: VectorSource | None = None,
     files: int | None = None,
     report: Report = quiet,
-    bar: bool = False,
 ) -> Written:
     """Write ``spans`` as the data file ``name`` in the target's folder, with a source
     table of ``rows`` (None: a single file, which has none). ``files`` is how many source
@@ -75,12 +74,13 @@ def write_segment(
     cache = EmbeddingCache(cache_dir() / "embeddings.sqlite") if target.use_cache else None
     try:
         known = Chained(earlier, cache)
-        vectors, embedded = embed_known(embedder, texts, known, report, bar)
+        shown = (target.progress, target.tell)
+        vectors, embedded = embed_known(embedder, texts, known, report, *shown)
         spaces: list[dict[str, object]] = []
         for space, model in spec.spaces:
             space_embedder = resolve(model)
             report(f"space {space}: {space_embedder.name}")
-            band, _ = embed_known(space_embedder, texts, known, report, bar)
+            band, _ = embed_known(space_embedder, texts, known, report, *shown)
             spaces.append(
                 {
                     "name": space,

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urna.build.progress import Mode
 from urna.build.spec import PRESETS, BuildSpec
+from urna.build.summary import Report, quiet
 from urna.embed.base import Embedder
 from urna.embed.registry import bundled, resolve
 from urna.errors import BuildError, FormatError, UrnaError
@@ -28,6 +30,8 @@ class Target:
     max_tokens: int
     recipe: str
     use_cache: bool = True
+    progress: Mode = "off"  # how the writer shows long stages (``build/progress.py``)
+    tell: Report = quiet  # where a piped stage's progress lines go
 
     def path(self, name: str) -> Path:
         return self.folder / name
@@ -98,6 +102,16 @@ def target_of(
             f"was built with {catalog.model_hash}"
         )
     return Target(spec, folder, embedder, o["max_tokens"], catalog.recipe)
+
+
+def same_model(folder: Path, catalog: Catalog, embedder: Embedder) -> None:
+    """Refuse to write another model's vectors beside the collection's."""
+    if catalog.model_hash != embedder.model_hash:
+        raise BuildError(
+            f"{folder} holds vectors of {catalog.model} ({catalog.model_hash}); "
+            f"{embedder.name} ({embedder.model_hash}) would make another collection: "
+            "`--new` starts it over (the retained versions stay answerable with --at)"
+        )
 
 
 def _recorded_model(name: Any, folder: Path, model_path: Path | None) -> str:

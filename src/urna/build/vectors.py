@@ -12,7 +12,6 @@ gets a new name), so the same path, inode, size and mtime is the same file.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from urna.build.progress import Mode, Progress
 from urna.build.summary import Report, quiet
 from urna.embed.base import Embedder
 from urna.embed.device import arithmetic, device_of
@@ -174,42 +174,20 @@ class Chained:
             self._cache.put_many(model_hash, texts, vectors)
 
 
-def embed_in_slices(embedder: Embedder, texts: list[str], bar: bool) -> np.ndarray:
-    """Embed in slices of 512 texts (always: the batches, and so the bits, never depend on
-    whether a progress bar is shown), with a bar on stderr when asked."""
-    progress = None
-    if bar:
-        try:
-            from tqdm import tqdm
-
-            progress = tqdm(
-                total=len(texts), unit="chunk", desc="embed", file=sys.stderr, leave=False
-            )
-        except ImportError:
-            progress = None
-    parts = []
-    try:
-        for start in range(0, len(texts), PROGRESS_BATCH):
-            part = texts[start : start + PROGRESS_BATCH]
-            parts.append(embedder.embed(part))
-            if progress is not None:
-                progress.update(len(part))
-    finally:
-        if progress is not None:
-            progress.close()
-    return np.concatenate(parts)
-
-
 def embed_known(
     embedder: Embedder,
     texts: list[str],
     known: VectorSource | None,
     report: Report = quiet,
-    bar: bool = False,
+    progress: Mode = "off",
+    tell: Report = quiet,
 ) -> tuple[np.ndarray, int]:
-    """Vectors for every text, embedding only those ``known`` lacks (and giving it the new
-    ones); the matrix and how many of the texts were embedded now (a text that appears
-    twice is embedded once but counted twice)."""
+    """Vectors for every text, embedding only those ``known`` lacks; the matrix and how many
+    of the texts were embedded now (a text that appears twice is embedded once but counted
+    twice). New vectors are embedded in slices of 512 texts (always: the batches, and so
+    the bits, never depend on whether progress is shown) and each slice is handed to
+    ``known`` as it is done: the embedding cache commits it, so a build stopped at any
+    point (Ctrl-C, kill -9) and run again embeds only what it had not finished."""
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     key = cache_key(
         embedder.model_hash, arithmetic(embedder.precision, device_of(embedder)), embedder.batching
@@ -223,10 +201,15 @@ def embed_known(
             out[i] = vec
     if todo:
         unique = sorted(todo, key=len)  # length-sorted batches: little padding
-        report(f"embed: {len(unique)} texts with {embedder.name}")
-        vectors = embed_in_slices(embedder, unique, bar)
-        for text, vec in zip(unique, vectors, strict=True):
-            out[todo[text]] = vec
-        if known:
-            known.put_many(key, unique, vectors)
+        reused = len(texts) - sum(len(at) for at in todo.values())
+        report(f"embed: {len(unique)} texts with {embedder.name} ({reused} chunks reused)")
+        with Progress("embed", len(unique), "chunk", progress, tell) as shown:
+            for start in range(0, len(unique), PROGRESS_BATCH):
+                part = unique[start : start + PROGRESS_BATCH]
+                vectors = embedder.embed(part)
+                for text, vec in zip(part, vectors, strict=True):
+                    out[todo[text]] = vec
+                if known:
+                    known.put_many(key, part, vectors)
+                shown.advance(len(part))
     return out, sum(len(positions) for positions in todo.values())

@@ -32,23 +32,26 @@ from urna.build.documents import (
     window,
 )
 from urna.build.policy import decide
+from urna.build.progress import Mode, Progress
 from urna.build.segment import write_segment
 from urna.build.spec import BuildSpec
 from urna.build.summary import BuildSummary, CollectionSummary, Report, quiet
-from urna.build.target import Target, target_of
+from urna.build.target import Target, same_model, target_of
 from urna.build.update import apply_changes, superseding
 from urna.build.vectors import OpenFiles
 from urna.embed.base import Embedder
 from urna.embed.device import arithmetic, device_of
 from urna.embed.registry import resolve
-from urna.errors import BuildError, FormatError, UrnaError
+from urna.errors import BuildError, UrnaError
 from urna.format.atomic import make_folder
 from urna.format.catalog import Catalog, is_collection, read_catalog
 from urna.format.partition import N_BUCKETS
-from urna.format.text_table import table_name
 from urna.format.versions import collect, latest_version, now, publish, writing
-from urna.index.text_table import open_table, write_text_table
+from urna.index.text_table import table_intact, write_text_table
+from urna.ingest.chunker import ChunkSpan
+from urna.ingest.document import Document
 
+STEP = 256  # files loaded, or documents chunked, between two looks at the progress
 ZERO = {"added": 0, "changed": 0, "removed": 0}
 
 
@@ -85,6 +88,8 @@ class Writer:
         rebuild: bool = False,
         report: Report = quiet,
         warn: Report = quiet,
+        progress: Mode = "off",
+        tell: Report = quiet,
     ) -> Writer:
         """The writer of ``spec.output``: a collection folder, or a single file."""
         if collection:
@@ -99,7 +104,9 @@ class Writer:
             if collection
             else ""
         )
-        target = Target(spec, folder, embedder, max_tokens, recipe_hash, use_cache=not rebuild)
+        target = Target(
+            spec, folder, embedder, max_tokens, recipe_hash, not rebuild, progress, tell
+        )
         return cls(folder, target, report=report, warn=warn)
 
     @property
@@ -115,7 +122,7 @@ class Writer:
 
     # --- a single file: one segment, no catalog ------------------------------------------
 
-    def write_file(self, *, dry_run: bool = False, bar: bool = False) -> BuildSummary:
+    def write_file(self, *, dry_run: bool = False) -> BuildSummary:
         """Discover, load and chunk the spec's sources, embed them (through the cache) and
         write the file atomically, verified. ``dry_run`` stops before embedding."""
         t0 = time.perf_counter()
@@ -126,13 +133,20 @@ class Writer:
         self.report(f"discover: {len(files)} files")
         summary.timings["discover"] = time.perf_counter() - t0
         stage = time.perf_counter()
-        docs = [
-            doc
-            for _, loaded in load_files(files, summary, self.warn, spec.fields)
-            for doc in loaded
-        ]
+        docs: list[Document] = []
+        with Progress("load", len(files), "file", target.progress, target.tell) as shown:
+            for at in range(0, len(files), STEP):
+                some = files[at : at + STEP]
+                loaded = load_files(some, summary, self.warn, spec.fields)
+                docs.extend(doc for _, found in loaded for doc in found)
+                shown.advance(len(some))
         docs.sort(key=canonical_order)
-        spans = chunk(docs, target.embedder, spec, target.max_tokens)
+        spans: list[ChunkSpan] = []
+        with Progress("chunk", len(docs), "document", target.progress, target.tell) as shown:
+            for at in range(0, len(docs), STEP):  # each document is chunked on its own
+                part = docs[at : at + STEP]
+                spans.extend(chunk(part, target.embedder, spec, target.max_tokens))
+                shown.advance(len(part))
         summary.chunks = len(spans)
         summary.timings["load+chunk"] = time.perf_counter() - stage
         self.report(
@@ -147,7 +161,7 @@ class Writer:
         if not dry_run:
             stage = time.perf_counter()
             written = write_segment(
-                target, out.name, spans, None, files=summary.files, report=self.report, bar=bar
+                target, out.name, spans, None, files=summary.files, report=self.report
             )
             summary.timings["embed+write+verify"] = time.perf_counter() - stage
             self.report(f"write: {out} ({written.size} bytes), verified")
@@ -175,7 +189,7 @@ class Writer:
         with writing(self.folder):
             head = self._head(shards, new)
             if head is not None and not new:
-                self._same_model(head.catalog)
+                same_model(self.folder, head.catalog, target.embedder)
             if (
                 head is not None
                 and head.live is not None
@@ -228,15 +242,6 @@ class Writer:
         same_layout = len(catalog.shards) == shards and catalog.n_buckets == N_BUCKETS
         return Head(catalog, version, self._live[1], same_layout)
 
-    def _same_model(self, catalog: Catalog) -> None:
-        embedder = self.target.embedder
-        if catalog.model_hash != embedder.model_hash:
-            raise BuildError(
-                f"{self.folder} holds vectors of {catalog.model} ({catalog.model_hash}); "
-                f"{embedder.name} ({embedder.model_hash}) would make another collection: "
-                "`--new` starts it over (the retained versions stay answerable with --at)"
-            )
-
     def _update(self, head: Head, summary: CollectionSummary, merge: bool) -> Catalog:
         assert head.live is not None
         stats = self._stat_cache()
@@ -280,7 +285,7 @@ class Writer:
         with writing(self.folder):
             old, raw = read_catalog(self.folder)
             if not old.segments and not any(e.deleted for e in old.shards):
-                if not self._table_intact(old):  # missing (an older urna), or damaged
+                if not table_intact(self.folder, old):  # missing (an older urna), or damaged
                     write_text_table(self.folder, old)
                 return None
             version = Catalog.version_of(raw)
@@ -294,15 +299,6 @@ class Writer:
             new = self.publish(catalog, weigh=True)
         self.files.keep([self.folder / (e.file or "") for e in catalog.files])
         return new, len(old.segments)
-
-    def _table_intact(self, catalog: Catalog) -> bool:
-        """Whether ``catalog``'s text table is there and passes its checks (or it has none)."""
-        if table_name(catalog) is None:
-            return True
-        try:  # the table's map goes with the last view of it, at once
-            return open_table(self.folder, catalog, catalog.n_chunks, hashes=True) is not None
-        except FormatError:
-            return False
 
     def publish(self, catalog: Catalog, *, weigh: bool = False) -> str:
         """Write the text table (``weigh``: a full build or a compaction; an update leaves
@@ -322,7 +318,8 @@ def build_file(
     warn: Report = quiet,
     dry_run: bool = False,
     use_cache: bool = True,
-    bar: bool = False,
+    progress: Mode = "off",
+    tell: Report = quiet,
 ) -> BuildSummary:
     """``urna build PATH... -o OUT.urna``: one file."""
     out = spec.output
@@ -331,10 +328,17 @@ def build_file(
     if not dry_run:
         make_folder(out.parent)
     writer = Writer.for_spec(
-        spec, collection=False, embedder=embedder, rebuild=not use_cache, report=report, warn=warn
+        spec,
+        collection=False,
+        embedder=embedder,
+        rebuild=not use_cache,
+        report=report,
+        warn=warn,
+        progress=progress,
+        tell=tell,
     )
     try:
-        return writer.write_file(dry_run=dry_run, bar=bar)
+        return writer.write_file(dry_run=dry_run)
     finally:
         writer.close()
 
@@ -351,6 +355,8 @@ def build_folder(
     rebuild: bool = False,
     merge: bool = True,
     new: bool = False,
+    progress: Mode = "off",
+    tell: Report = quiet,
 ) -> CollectionSummary:
     """``urna build PATH... -o DIR --shards N``: build or update the collection folder."""
     folder = spec.output
@@ -360,7 +366,14 @@ def build_folder(
         raise BuildError(f"output {folder} is a file; a collection is a folder")
     make_folder(folder)
     writer = Writer.for_spec(
-        spec, collection=True, embedder=embedder, rebuild=rebuild, report=report, warn=warn
+        spec,
+        collection=True,
+        embedder=embedder,
+        rebuild=rebuild,
+        report=report,
+        warn=warn,
+        progress=progress,
+        tell=tell,
     )
     try:
         runner = runner or local_runner(jobs, writer.target.embedder)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from urna import library
+from urna.build.progress import Mode
 from urna.build.ray_build import ray_runner
 from urna.build.spec import PRESETS, load_spec, spec_from_args
 from urna.build.target import existing_shards, recorded_options
@@ -132,7 +133,8 @@ SPEC_OPTIONS = (
 @click.option(
     "--progress/--quiet",
     default=None,
-    help="Stage lines on stderr (default: when stderr is a terminal).",
+    help="Stage lines on stderr (default: when stderr is a terminal); --quiet also hides "
+    "the progress of long stages (a bar on a terminal, a line every 5 s when piped).",
 )
 @device_option
 @precision_option
@@ -186,8 +188,12 @@ def build_cmd(
             spec = replace(spec, base=recorded.base)
     if title:
         spec.metadata["title"] = title
-    show = sys.stderr.isatty() if progress is None else progress
+    terminal = sys.stderr.isatty()
+    show = terminal if progress is None else progress
     report = (lambda m: click.echo(m, err=True)) if show else (lambda m: None)
+    # Long stages: a live bar on a terminal, a line every few seconds when piped (a log).
+    mode: Mode = "off" if progress is False else "bar" if terminal else "lines"
+    tell = (lambda m: click.echo(m, err=True)) if mode != "off" else (lambda m: None)
     if name is not None and shards is None and spec.shards is not None:
         spec = replace(spec, output=library.target(name, collection=True))
     shards = shards or spec.shards or existing_shards(spec.output)
@@ -207,6 +213,8 @@ def build_cmd(
             rebuild=rebuild,
             merge=not no_merge,
             new=new,
+            progress=mode,
+            tell=tell,
         )
         out(render.collection_summary(built))
         return
@@ -216,7 +224,8 @@ def build_cmd(
         warn=lambda m: click.echo(f"warning: {m}", err=True),
         dry_run=dry_run,
         use_cache=not rebuild,
-        bar=show and sys.stderr.isatty(),
+        progress=mode,
+        tell=tell,
     )
     out(render.build_summary(summary))
 

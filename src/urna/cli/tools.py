@@ -102,14 +102,19 @@ def benchmark_cmd(file: str, queries: int, k: int, ef: int, as_json: bool) -> No
     "watches",
     multiple=True,
     metavar="NAME=DIR",
-    help="Keep NAME.urna built from a folder of documents, rebuilt on change.",
+    help="Keep the collection NAME built from the folder DIR, updated on change (the "
+    "library's NAME, --data DIR/NAME, or a served collection of that name).",
 )
 @click.option(
     "--data",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where watched collections are written (default: the library, URNA_HOME).",
 )
-@click.option("--model", default="minilm", show_default=True, help="Model for watched folders.")
+@click.option(
+    "--model",
+    default=None,
+    help="Model for watched folders (default: the one a collection records, else minilm).",
+)
 @click.option(
     "--interval",
     type=click.FloatRange(min=0, min_open=True),
@@ -163,7 +168,7 @@ def serve(
     places: tuple[str, ...],
     watches: tuple[str, ...],
     data: Path | None,
-    model: str,
+    model: str | None,
     interval: float,
     max_file_mb: int,
     host: str,

@@ -104,6 +104,16 @@ def open_table(
         raise bad_table(name, str(exc)) from None
 
 
+def table_intact(folder: Path, catalog: Catalog) -> bool:
+    """Whether ``catalog``'s text table is there and passes its checks (or it has none)."""
+    if table_name(catalog) is None:
+        return True
+    try:  # the table's map goes with the last view of it, at once
+        return open_table(folder, catalog, catalog.n_chunks, hashes=True) is not None
+    except FormatError:
+        return False
+
+
 def bad_table(name: str, message: str) -> FormatError:
     fix = "remove it (the collection answers without it); urna compact writes it again"
     return FormatError(f"text table {name}: {message}; {fix}", check=19, section="catalog.json")

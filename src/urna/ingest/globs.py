@@ -33,7 +33,13 @@ class PathGlob:
                 f"invalid source filter {text!r}: a pattern cannot start with {text[0]} "
                 f"(escape it as \\{text[0]})"
             )
-        object.__setattr__(self, "_spec", pathspec.GitIgnoreSpec.from_lines([text]))
+        spec = pathspec.GitIgnoreSpec.from_lines([text])
+        if all(p.include is None for p in spec.patterns):  # pathspec reads it as no pattern
+            raise QueryError(
+                f"invalid source filter {text!r}: it matches nothing (an unclosed [ ?); "
+                "a pattern is a path glob as in .gitignore, e.g. 'docs/**/*.md'"
+            )
+        object.__setattr__(self, "_spec", spec)
 
     def __reduce__(self) -> tuple[type[PathGlob], tuple[str]]:
         return PathGlob, (self.pattern,)  # sent to a remote shard as its text

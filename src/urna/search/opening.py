@@ -17,6 +17,7 @@ from urna.format.reader import Verify
 from urna.format.versions import read_version, resolve_at
 from urna.index.bm25 import BM25Index
 from urna.index.text_table import open_table
+from urna.ingest.loaders import kind_of
 from urna.search.collection import Collection, shard_path
 from urna.search.corpus import Corpus, open_corpus, open_shard
 from urna.search.fileshard import FileShard
@@ -50,7 +51,16 @@ def open_path(
         raise QueryError(
             f"--at needs a collection: {target} is one .urna file, which has one version"
         )
-    return open_corpus(target, verify=verify, private=private)
+    try:
+        return open_corpus(target, verify=verify, private=private)
+    except FormatError as exc:
+        kind = kind_of(target)
+        if exc.check in (1, 2) and kind is not None:  # too short, or not urna's first bytes
+            raise FileError(
+                f"{target} is a {kind} document, not a .urna file ({exc.reason}): "
+                f"`urna build {target} -o {target.with_suffix('.urna').name}` makes one"
+            ) from None
+        raise
 
 
 def _bad(message: str) -> FormatError:

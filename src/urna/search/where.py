@@ -78,7 +78,10 @@ def parse_where(value: str | Mapping[str, Any] | None) -> Node | None:
             value = json.loads(value)
         except (json.JSONDecodeError, RecursionError) as exc:
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            raise QueryError(f"invalid where filter: {detail}") from None
+            raise QueryError(
+                f"invalid where filter: {detail}; a filter is JSON, "
+                'e.g. {"year": {"$gte": 2020}}'
+            ) from None
     budget = [MAX_NODES, MAX_VALUES]
     node = _node(value, 0, budget)
     return node

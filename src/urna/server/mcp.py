@@ -216,7 +216,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
 
     @server.tool(description=SEARCH, annotations=readonly)
     async def search(
-        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)],
         corpus: CorpusName = None,
         mode: Literal["auto", "hybrid", "vector", "text"] = "auto",
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Hits to return")] = 10,

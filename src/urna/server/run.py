@@ -5,10 +5,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from urna.errors import UrnaError
+from urna.format.catalog import is_collection
 
 if TYPE_CHECKING:
     from urna.server.log import ServerLog
@@ -33,7 +35,7 @@ def serve(
     token: str | None,
     watches: list[str] | None = None,
     data: Path | None = None,
-    model: str = "minilm",
+    model: str | None = None,
     interval: float = 0.25,
     max_file_mb: int = 64,
     max_rps: float = 200.0,
@@ -66,9 +68,16 @@ def serve(
     if not paths and not parsed:
         raise UrnaError("nothing to serve: give .urna files or folders, or --watch NAME=DIR")
     dbs = load(paths) if paths else Databases()
-    for w in parsed:
-        if dbs.get(w.name) is not None:
-            raise UrnaError(f"--watch {w.name} collides with a served file of that name")
+    for n, w in enumerate(parsed):
+        served = dbs.get(w.name)
+        if served is None:
+            continue
+        if not is_collection(served.path):
+            raise UrnaError(
+                f"--watch {w.name} names a served .urna file; a watched folder keeps a "
+                "collection (build one with urna build DIR -o FOLDER --shards N)"
+            )
+        parsed[n] = replace(w, collection=served.path)  # the collection you built, kept
     log = log or ServerLog()
     sock = listen(host, port)  # bound before the first line, so the lines tell the truth
     watcher = None

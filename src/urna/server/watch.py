@@ -19,14 +19,14 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from urna import library
 from urna.build.spec import spec_from_args
-from urna.build.target import existing_shards
+from urna.build.target import existing_shards, recorded_options
 from urna.build.writer import Writer
-from urna.embed.registry import resolve
+from urna.embed.registry import DEFAULT_MODEL
 from urna.errors import UrnaError
 from urna.format.atomic import make_folder
 from urna.ingest.loaders import kind_of
@@ -42,6 +42,7 @@ Snapshot = dict[str, tuple[int, int]]
 class Watch:
     name: str
     folder: Path
+    collection: Path | None = None  # a served collection it keeps (else the library's NAME)
 
 
 def parse_watch(value: str) -> Watch:
@@ -101,14 +102,14 @@ class Watcher:
         watches: list[Watch],
         data: Path | None,
         *,
-        model: str,
+        model: str | None,
         interval: float = 0.25,
         report: Callable[[str], None] | None = None,
         max_bytes: int | None = MAX_BYTES,
     ) -> None:
         self.dbs, self.watches, self.data, self.interval = dbs, watches, data, interval
         self.max_bytes = max_bytes  # larger files are skipped and reported: the watcher stays live
-        self.model = model
+        self.model = model  # None: the collection's own (as recorded), else MiniLM
         self.report = report or (lambda message: log.warning("%s", message))
         self._stop = threading.Event()
         self._seen: dict[str, Snapshot] = {}
@@ -116,10 +117,11 @@ class Watcher:
         self._writers: dict[str, Writer] = {}  # each watched folder's, kept between updates
         self._warned: set[str] = set()
         self._thread = threading.Thread(target=self._loop, name="urna-watch", daemon=True)
-        self.embedder = resolve(model)
 
     def folder(self, watch: Watch) -> Path:
         """Where a watched folder's collection lives."""
+        if watch.collection is not None:
+            return watch.collection
         if self.data is None:
             return library.target(watch.name, collection=True)
         return self.data / watch.name
@@ -156,14 +158,21 @@ class Watcher:
         )
 
     def _writer(self, watch: Watch, out: Path) -> Writer:
-        """The watched folder's writer: the spec ``urna build FOLDER -o DIR --model M``
-        makes, so either may update the collection."""
+        """The watched folder's writer: the spec ``urna build FOLDER -o DIR`` makes (the
+        options a collection recorded kept, as the CLI keeps them), so either may update
+        the collection and a start that finds nothing changed writes no version."""
         writer = self._writers.get(watch.name)
         if writer is None or writer.folder != out:
-            spec = spec_from_args([watch.folder], out, model=self.model, max_bytes=self.max_bytes)
-            writer = Writer.for_spec(
-                spec, collection=True, embedder=self.embedder, warn=self._warn_once
-            )
+            recorded = recorded_options(out)
+            options = {**recorded.options, "max_bytes": self.max_bytes}
+            options["model"] = self.model or recorded.options.get("model", DEFAULT_MODEL)
+            spec = spec_from_args([watch.folder], out, **options)
+            real = watch.folder.resolve()
+            if recorded.base is not None and (
+                recorded.base == real or recorded.base in real.parents
+            ):
+                spec = replace(spec, base=recorded.base)
+            writer = Writer.for_spec(spec, collection=True, warn=self._warn_once)
             self._writers[watch.name] = writer
         return writer
 
@@ -177,7 +186,8 @@ class Watcher:
         # The model loads before the server answers: loaded lazily by the first change, its
         # imports (torch and its kin: thousands of small reads, each giving up the GIL) ran
         # behind 8 querying clients and took 55 s where they take 4 alone.
-        self.embedder.load()
+        for watch in self.watches:
+            self._writer(watch, self.folder(watch)).target.embedder.load()
         for watch in self.watches:
             self.build(watch)
         self._thread.start()
