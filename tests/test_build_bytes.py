@@ -21,20 +21,7 @@ from urna.build.spec import spec_from_args
 from urna.build.writer import build_file, build_folder, compact_folder
 
 GOLDEN = Path(__file__).parent / "golden" / "build-bytes.json"
-WORDS = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "epsilon",
-    "zeta",
-    "eta",
-    "theta",
-    "iota",
-    "kappa",
-    "lambda",
-    "mu",
-]
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()  # noqa: SIM905
 
 
 def _docs(folder: Path, n: int) -> None:

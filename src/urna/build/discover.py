@@ -1,5 +1,12 @@
 """Find the files a build reads: supported types under each source, include/exclude globs.
 
+Patterns are read as ``.gitignore`` reads them (pathspec, as ``--source`` reads its own):
+``include`` keeps the files any pattern matches, ``exclude`` drops those any matches, and a
+walk skips hidden names and, as ripgrep does, what the ``.gitignore`` and ``.urnaignore``
+files inside the walked folder ignore (each relative to its own folder, a deeper file's
+patterns after its parents'), unless the source says ``ignore_files = false``
+(``--no-ignore``).
+
 Links, as ripgrep treats them: a walk never follows a link to a folder, and follows a link
 to a file only where the file lies inside the folder walked, unless the source asks for it
 (``follow_links``, ``--follow-links``); a link to anything but a regular file is never read.
@@ -8,13 +15,17 @@ A file given by name is read wherever its link leads: the user named it.
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pathspec
 
 from urna.build.spec import Source
 from urna.errors import BuildError
+from urna.format.regular import read_regular
 from urna.ingest.loaders import kind_of
 
 
@@ -29,12 +40,42 @@ class Found:
         return Path(self.location)
 
 
+IGNORE_FILES = (".gitignore", ".urnaignore")
+MAX_IGNORE = 1 << 20  # an ignore file larger than this is not read
+Ignores = tuple[tuple[str, Any], ...]  # (the folder's path relative to the walk, its spec)
+
+
 def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
-    # "**/" also matches at the top level, as in most glob dialects.
-    return any(
-        fnmatch.fnmatch(rel, p) or (p.startswith("**/") and fnmatch.fnmatch(rel, p[3:]))
-        for p in patterns
-    )
+    return bool(_spec(patterns).match_file(rel))
+
+
+@functools.lru_cache(maxsize=64)
+def _spec(patterns: tuple[str, ...]) -> Any:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _ignores(folder: str, rel: str, above: Ignores) -> Ignores:
+    """``above`` and the specs of this folder's ignore files (regular files only)."""
+    found = list(above)
+    for name in IGNORE_FILES:
+        try:
+            text = read_regular(os.path.join(folder, name), MAX_IGNORE)
+        except OSError:
+            continue
+        if len(text) <= MAX_IGNORE:
+            lines = text.decode("utf-8", "replace").splitlines()
+            found.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
+    return tuple(found)
+
+
+def _ignored(rel: str, ignores: Ignores) -> bool:
+    """What the nearest ignore file with a say decides (a ``!`` pattern re-includes)."""
+    verdict = None
+    for where, spec in ignores:
+        decided = spec.check_file(rel[len(where) :]).include
+        if decided is not None:
+            verdict = decided
+    return bool(verdict)
 
 
 def source_uri(path: Path, base: Path) -> str:
@@ -44,25 +85,29 @@ def source_uri(path: Path, base: Path) -> str:
 Entry = tuple[str, str, bool, bool]  # path, path relative to the source, link, regular
 
 
-def _walk(folder: Path) -> list[Entry]:
-    """Every file under ``folder`` (hidden names skipped, folder links not followed), sorted
-    by path. One scandir per folder: no stat for plain files (their dirent says what they
-    are)."""
+def _walk(folder: Path, use_ignores: bool = True) -> list[Entry]:
+    """Every file under ``folder`` (hidden names and what ignore files ignore skipped,
+    folder links not followed), sorted by path. One scandir per folder: no stat for plain
+    files (their dirent says what they are)."""
     out: list[Entry] = []
-    stack = [(str(folder), "")]
+    stack: list[tuple[str, str, Ignores]] = [(str(folder), "", ())]
     while stack:
-        here, rel = stack.pop()
+        here, rel, above = stack.pop()
         try:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError:
             continue
+        ignores = _ignores(here, rel, above) if use_ignores else ()
         folders = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             name = f"{rel}{entry.name}"
             if entry.is_dir(follow_symlinks=False):
-                folders.append((entry.path, name + "/"))
+                if not (ignores and _ignored(name + "/", ignores)):
+                    folders.append((entry.path, name + "/", ignores))
+            elif ignores and _ignored(name, ignores):
+                continue
             else:
                 link = entry.is_symlink()
                 regular = not link and entry.is_file(follow_symlinks=False)
@@ -93,7 +138,7 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
             candidates: list[Entry] = [(str(source.path), source.path.name, True, False)]
         else:
             prefix = Path(os.path.relpath(source.path.resolve(), base_resolved)).as_posix()
-            candidates = _walk(source.path)
+            candidates = _walk(source.path, source.ignore_files)
         for full, rel, link, regular in candidates:
             if source.include and not _matches(rel, source.include):
                 continue

@@ -51,13 +51,37 @@ def canonical_order(doc: Document) -> bytes:
 
 
 def found_files(spec: BuildSpec, summary: BuildSummary | None, warn: Report) -> list[Found]:
-    """The supported files under the spec's sources; the others reported and skipped."""
+    """The supported files under the spec's sources; the others reported and skipped, and
+    so is the source a documentation generator copied beside the page it rendered."""
     files, skipped = discover(spec.sources, spec.base)
+    files, copies = rendered_sources(files)
+    skipped.extend(copies)
     for path, reason in skipped:
         warn(f"skipped {path}: {reason}")
     if summary is not None:
         summary.skipped = [(str(p), r) for p, r in skipped]
     return files
+
+
+def rendered_sources(files: list[Found]) -> tuple[list[Found], list[tuple[Path, str]]]:
+    """Split off the sources Sphinx keeps beside the pages it rendered (``_sources/x.rst.txt``
+    or ``_sources/x.txt`` for ``x.html``): indexed, every answer would come twice."""
+    pages = {f.source_uri for f in files if f.source_uri.endswith((".html", ".htm"))}
+    kept, copies = [], []
+    for found in files:
+        uri = found.source_uri
+        before, mark, after = uri.rpartition("_sources/")
+        if mark and (before == "" or before.endswith("/")) and after.endswith(".txt"):
+            stem = after.removesuffix(".txt")
+            stem = stem.rsplit(".", 1)[0] if "." in stem.rsplit("/", 1)[-1] else stem
+            page = next(
+                (before + stem + x for x in (".html", ".htm") if before + stem + x in pages), None
+            )
+            if page is not None:
+                copies.append((found.path, f"the source of the rendered page {page}"))
+                continue
+        kept.append(found)
+    return kept, copies
 
 
 def load_files(

@@ -64,6 +64,7 @@ class Source:
     exclude: tuple[str, ...] = ()
     follow_links: bool = False  # a file link out of the folder is read (ripgrep's -L)
     max_bytes: int | None = None  # a larger file is skipped and reported (None: no limit)
+    ignore_files: bool = True  # .gitignore and .urnaignore in the folder are respected
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     for i, entry in enumerate(sources_raw):
         if not isinstance(entry, dict):
             raise BuildError(f"spec: sources[{i}] must be a table")
-        bad = sorted(set(entry) - {"path", "include", "exclude", "follow_links"})
+        bad = sorted(set(entry) - {"path", "include", "exclude", "follow_links", "ignore_files"})
         if bad:
             raise BuildError(f"spec: unknown key sources[{i}].{bad[0]}")
         src = _typed(entry, "path", str, f"sources[{i}]")
@@ -202,6 +203,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
                 _globs(entry.get("include"), f"sources[{i}].include"),
                 _globs(entry.get("exclude"), f"sources[{i}].exclude"),
                 bool(_typed(entry, "follow_links", bool, f"sources[{i}]")),
+                ignore_files=_typed(entry, "ignore_files", bool, f"sources[{i}]") is not False,
             )
         )
     spaces = _spaces(doc)
@@ -253,6 +255,9 @@ def spec_from_args(
     *,
     follow_links: bool = False,
     max_bytes: int | None = None,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    ignore_files: bool = True,
     **options: Any,
 ) -> BuildSpec:
     """Zero-config: every supported file under the given paths.
@@ -275,7 +280,9 @@ def spec_from_args(
     else:
         base = Path(os.path.commonpath([r.parent for r in resolved]))
     return BuildSpec(
-        sources=tuple(Source(p, follow_links=follow_links, max_bytes=max_bytes) for p in paths),
+        sources=tuple(
+            Source(p, include, exclude, follow_links, max_bytes, ignore_files) for p in paths
+        ),
         output=output,
         base=base,
         **{k: v for k, v in options.items() if v is not None},

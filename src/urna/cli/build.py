@@ -13,7 +13,7 @@ import click
 from urna import library
 from urna.build.progress import Mode
 from urna.build.ray_build import ray_runner
-from urna.build.spec import PRESETS, load_spec, spec_from_args
+from urna.build.spec import PRESETS, BuildSpec, Source, load_spec, spec_from_args
 from urna.build.target import existing_shards, recorded_options
 from urna.build.write import DTYPES, build
 from urna.build.writer import build_file, build_folder
@@ -120,6 +120,25 @@ SPEC_OPTIONS = (
     help="Collections: write an update as a segment and deletions only (`urna compact` merges).",
 )
 @click.option(
+    "--include",
+    "includes",
+    multiple=True,
+    metavar="GLOB",
+    help="Read only the files a pattern matches (as .gitignore reads it; repeatable).",
+)
+@click.option(
+    "--exclude",
+    "excludes",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip the files a pattern matches (repeatable).",
+)
+@click.option(
+    "--no-ignore",
+    is_flag=True,
+    help="Read what .gitignore and .urnaignore files in the sources ignore.",
+)
+@click.option(
     "--follow-links",
     is_flag=True,
     help="Read a file that a link in a source folder leads to outside it (default: skipped).",
@@ -150,6 +169,9 @@ def build_cmd(
     dry_run: bool,
     rebuild: bool,
     no_merge: bool,
+    includes: tuple[str, ...],
+    excludes: tuple[str, ...],
+    no_ignore: bool,
     follow_links: bool,
     new: bool,
     progress: bool | None,
@@ -170,22 +192,9 @@ def build_cmd(
     if not inputs:
         raise click.UsageError("give a SPEC.toml, or files and folders with -o OUT.urna")
     chosen = {key: options[key] for key in SPEC_OPTIONS}
-    if len(inputs) == 1 and inputs[0].suffix == ".toml":
-        spec = load_spec(inputs[0], output=output)
-        spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
-        if follow_links:
-            spec = replace(spec, sources=tuple(replace(s, follow_links=True) for s in spec.sources))
-    else:
-        if output is None:
-            raise click.UsageError("building from files and folders needs -o OUT.urna")
-        recorded = recorded_options(output, new)  # an update keeps what it was built with
-        given = {k: v for k, v in chosen.items() if v is not None}
-        options_ = {**recorded.options, **given}
-        spec = spec_from_args(list(inputs), output, follow_links=follow_links, **options_)
-        if recorded.base is not None and all(
-            recorded.base == p.resolve() or recorded.base in p.resolve().parents for p in inputs
-        ):
-            spec = replace(spec, base=recorded.base)
+    # How the sources are walked, as given on the command line (added to a spec's own).
+    walk = Source(Path(), includes, excludes, follow_links, None, not no_ignore)
+    spec = _spec(inputs, output, chosen, walk, new)
     if title:
         spec.metadata["title"] = title
     terminal = sys.stderr.isatty()
@@ -228,6 +237,45 @@ def build_cmd(
         tell=tell,
     )
     out(render.build_summary(summary))
+
+
+def _spec(
+    inputs: tuple[Path, ...], output: Path | None, chosen: dict[str, Any], walk: Source, new: bool
+) -> BuildSpec:
+    """The spec a build runs: a SPEC.toml with the options given, or the files and folders
+    given (an existing collection's recorded options and source root kept)."""
+    if len(inputs) == 1 and inputs[0].suffix == ".toml":
+        spec = load_spec(inputs[0], output=output)
+        spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
+        sources = tuple(
+            replace(
+                s,
+                include=s.include + walk.include,
+                exclude=s.exclude + walk.exclude,
+                follow_links=s.follow_links or walk.follow_links,
+                ignore_files=s.ignore_files and walk.ignore_files,
+            )
+            for s in spec.sources
+        )
+        return replace(spec, sources=sources)
+    if output is None:
+        raise click.UsageError("building from files and folders needs -o OUT.urna")
+    recorded = recorded_options(output, new)  # an update keeps what it was built with
+    given = {k: v for k, v in chosen.items() if v is not None}
+    spec = spec_from_args(
+        list(inputs),
+        output,
+        follow_links=walk.follow_links,
+        include=walk.include,
+        exclude=walk.exclude,
+        ignore_files=walk.ignore_files,
+        **{**recorded.options, **given},
+    )
+    if recorded.base is not None and all(
+        recorded.base == p.resolve() or recorded.base in p.resolve().parents for p in inputs
+    ):
+        spec = replace(spec, base=recorded.base)
+    return spec
 
 
 def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict[str, Any]) -> None:
