@@ -22,7 +22,7 @@ from tests.conftest import assert_error, needs_models, run
 from tests.stored_vectors import StoredVectors
 from urna.build.spec import spec_from_args
 from urna.build.writer import build_folder, compact_folder
-from urna.errors import BuildError, FileError, FormatError
+from urna.errors import BuildError, FileError, FormatError, ModelError
 from urna.format.catalog import CATALOG, Catalog, read_catalog
 from urna.format.versions import chain
 from urna.server.watch import snapshot
@@ -174,6 +174,8 @@ def test_a_catalog_never_chooses_a_model_network_or_path(tmp_path: Path, model: 
     assert json.loads(events.read_text()) == []
     with pytest.raises(BuildError, match="--model"):
         compact_folder(col)
+    with pytest.raises(ModelError, match="not found"):  # the folder the user names, only
+        compact_folder(col, model_path=tmp_path / "nowhere")
 
 
 def test_validate_checks_every_recorded_build_option(tmp_path: Path) -> None:

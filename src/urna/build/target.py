@@ -109,8 +109,9 @@ def same_model(folder: Path, catalog: Catalog, embedder: Embedder) -> None:
     if catalog.model_hash != embedder.model_hash:
         raise BuildError(
             f"{folder} holds vectors of {catalog.model} ({catalog.model_hash}); "
-            f"{embedder.name} ({embedder.model_hash}) would make another collection: "
-            "`--new` starts it over (the retained versions stay answerable with --at)"
+            f"{embedder.name} ({embedder.model_hash}) would make another collection: give "
+            f"--model {catalog.model} to update it, or --new to start over (the retained "
+            "versions stay answerable with --at)"
         )
 
 

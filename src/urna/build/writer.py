@@ -65,11 +65,13 @@ class Writer:
         *,
         model_path: Path | None = None,
         embedder: Embedder | None = None,
+        model: str | None = None,
         report: Report = quiet,
         warn: Report = quiet,
     ) -> None:
         self.folder = folder
         self._target = target
+        self._model = model  # a compaction's model, when the user names one
         self._model_path = model_path  # a compaction's model folder, when the user gave one
         self._embedder = embedder
         self.report = report
@@ -114,7 +116,9 @@ class Writer:
         """What every file is written with (a compaction's: as the head's catalog records)."""
         if self._target is None:
             catalog, _ = read_catalog(self.folder)
-            self._target = target_of(self.folder, catalog, self._model_path, self._embedder)
+            self._target = target_of(
+                self.folder, catalog, self._model_path, self._embedder, self._model
+            )
         return self._target
 
     def close(self) -> None:
@@ -383,10 +387,13 @@ def build_folder(
 
 
 def compact_folder(
-    folder: Path, model_path: Path | None = None, embedder: Embedder | None = None
+    folder: Path,
+    model_path: Path | None = None,
+    embedder: Embedder | None = None,
+    model: str | None = None,
 ) -> tuple[str, int] | None:
     """``urna compact DIR``."""
-    writer = Writer(folder, model_path=model_path, embedder=embedder)
+    writer = Writer(folder, model_path=model_path, embedder=embedder, model=model)
     try:
         return writer.compact()
     finally:

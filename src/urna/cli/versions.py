@@ -27,10 +27,15 @@ def _collection(folder: Path) -> Path:
 @click.command()
 @folder_argument
 @click.option("--model-path", type=click.Path(path_type=Path), help="Load the model from a folder.")
-def compact(folder: Path, model_path: Path | None) -> None:
+@click.option(
+    "--model",
+    default=None,
+    help="The model the collection was built with, when it is not one urna ships.",
+)
+def compact(folder: Path, model_path: Path | None, model: str | None) -> None:
     """Fold every segment and deletion into the shards: a fresh build's collection."""
     t0 = time.perf_counter()
-    done = compact_folder(_collection(folder), model_path)
+    done = compact_folder(_collection(folder), model_path, model=model)
     if done is None:
         out(f"nothing to compact: {folder} has no segment and no deletion")
         return
