@@ -97,3 +97,11 @@ def test_the_cli_takes_include_exclude_and_no_ignore(tmp_path: Path) -> None:
     assert files("--no-ignore") == 3
     assert files("--include", "*.md") == 1
     assert files("--exclude", "*.txt", "--no-ignore") == 2
+
+
+def test_an_ignore_file_that_links_out_of_the_folder_is_not_read(tmp_path: Path) -> None:
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    _tree(docs, {"a.md": "# A\n", "b.md": "# B\n"})
+    _tree(outside, {"patterns": "*.md\n"})
+    (docs / ".gitignore").symlink_to(outside / "patterns")
+    assert _uris(docs) == ["a.md", "b.md"]  # its patterns would have ignored both

@@ -18,6 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import have
+
 ROOT = Path(__file__).resolve().parents[1]
 # ``urna ARGS...`` with every model resolved to stored vectors that take DELAY s a slice.
 CHILD = """
@@ -85,6 +89,7 @@ def test_a_build_killed_while_embedding_embeds_only_the_rest(tmp_path: Path) -> 
     assert int(lines["embedded"]) == 1600 - kept and int(lines["cached"]) == kept, lines
 
 
+@pytest.mark.skipif(not have("tqdm"), reason="the bar is tqdm's (the embed extra brings it)")
 def test_a_build_on_a_terminal_shows_a_bar_and_piped_a_line_every_few_seconds(
     tmp_path: Path,
 ) -> None:

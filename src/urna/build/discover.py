@@ -25,7 +25,7 @@ import pathspec
 
 from urna.build.spec import Source
 from urna.errors import BuildError
-from urna.format.regular import read_regular
+from urna.format.regular import inside, read_regular
 from urna.ingest.loaders import kind_of
 
 
@@ -54,13 +54,14 @@ def _spec(patterns: tuple[str, ...]) -> Any:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _ignores(folder: str, rel: str, above: Ignores) -> Ignores:
-    """``above`` and the specs of this folder's ignore files (regular files only)."""
+def _ignores(folder: str, rel: str, above: Ignores, names: list[str]) -> Ignores:
+    """``above`` and the specs of this folder's ignore files ``names`` (regular files inside
+    the folder only: one that is a link out of it, or a FIFO, is not read)."""
     found = list(above)
-    for name in IGNORE_FILES:
+    for name in names:
         try:
-            text = read_regular(os.path.join(folder, name), MAX_IGNORE)
-        except OSError:
+            text = read_regular(inside(Path(folder), name), MAX_IGNORE)
+        except OSError:  # missing, a link out (Outside), not regular (NotRegular)
             continue
         if len(text) <= MAX_IGNORE:
             lines = text.decode("utf-8", "replace").splitlines()
@@ -97,7 +98,9 @@ def _walk(folder: Path, use_ignores: bool = True) -> list[Entry]:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError:
             continue
-        ignores = _ignores(here, rel, above) if use_ignores else ()
+        # Only a folder whose listing holds an ignore file pays a look at it.
+        present = [e.name for e in entries if e.name in IGNORE_FILES] if use_ignores else []
+        ignores = _ignores(here, rel, above, present) if present else above
         folders = []
         for entry in entries:
             if entry.name.startswith("."):

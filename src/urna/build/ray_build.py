@@ -64,7 +64,7 @@ def _reachable(address: str, timeout: float = 10.0) -> None:
 
 
 def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
-    """A runner for ``build_collection`` that builds each shard as one task on Ray.
+    """A runner for ``Writer.build`` that builds each shard as one task on Ray.
     ``address``: ``local`` starts a Ray instance in this process's machine; anything else
     is the address of a running cluster (``ray start --head`` prints it)."""
 
