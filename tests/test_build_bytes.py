@@ -1,9 +1,11 @@
 """Every kind of data file urna writes keeps its bytes: single files, a collection's shards,
 an update's segments, the merge policy's folds and merges, a compaction and the text table.
 
-The golden hashes were made by the two pipelines that wrote these files before the one
-writer (``build/segment.py``) replaced them; with stored vectors (``tests/stored_vectors.py``)
-the bytes depend on no CPU's arithmetic. Segment names carry their parent version (whose
+The golden hashes were first made by the two pipelines that wrote these files before the one
+writer (``build/segment.py``) replaced them, and the one writer kept them; a change of what a
+file records (its extractors, a source table's column) rewrites them on purpose
+(``URNA_UPDATE_GOLDEN=1``). With stored vectors (``tests/stored_vectors.py``) the bytes
+depend on no CPU's arithmetic. Segment names carry their parent version (whose
 catalog records a time), so segments are compared by content, and catalogs without their
 time, parent and segment names.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -89,6 +92,8 @@ def test_every_data_file_keeps_its_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     )
     compact_folder(coll, embedder=vectors)
     got["compact"] = _tree(coll)
+    if os.environ.get("URNA_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     expected = json.loads(GOLDEN.read_text())
     assert got.keys() == expected.keys()
     for step, files in expected.items():

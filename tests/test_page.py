@@ -27,6 +27,7 @@ pytestmark = [
     ),
 ]
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+FOLDER: list[Path] = []  # where the served file and its sources lie
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 FLAGS = [
     "--no-sandbox",
@@ -63,6 +64,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     result = run("build", str(docs), "-o", str(folder / "guide.urna"))
     assert result.exit_code == 0, result.stderr
     server = Server([folder / "guide.urna"])
+    FOLDER[:] = [folder]
     yield server
     server.stop()
 
@@ -147,6 +149,17 @@ def test_landing_query_facet_keyboard_cite_and_history(served: Server, browser: 
     panel.query_selector("text=Verify").click()
     page.wait_for_selector("#cite-1 .verified")
     assert "resolves in this corpus" in page.inner_text("#cite-1 .verified")
+    # "Open source" serves the cited file's bytes, from the folder the build recorded.
+    href = page.get_attribute("#cite-1 a:has-text('Open source')", "href")
+    source = page.request.get(served.base + href)
+    assert source.ok and source.headers["x-content-type-options"] == "nosniff"
+    hit_source = page.get_attribute("#hits > .hit", "data-source")
+    assert source.body() == (FOLDER[0] / hit_source).read_bytes()
+    # Hits from one page are grouped: each source leads one result, the rest folded under it.
+    leaders = [h.get_attribute("data-source") for h in page.query_selector_all("#hits > .hit")]
+    weak = page.query_selector_all("details.weaker > .hit")
+    leaders += [h.get_attribute("data-source") for h in weak]
+    assert len(leaders) == len(set(leaders))
     assert _serious(page) == []
 
     # A facet narrows the search: the folder as a source pattern...

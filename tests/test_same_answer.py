@@ -39,7 +39,9 @@ MORE_QUERIES = [
 
 def write_corpus(folder: Path) -> None:
     """The collection test's notes, twelve short notes of which four share one paragraph
-    (ties in every mode), and a JSONL file of records (many sources in one file)."""
+    (ties in every mode: the same chunk text, each file with its own count of trailing
+    newlines, so none is another's duplicate), and a JSONL file of records (many sources
+    in one file)."""
     folder.mkdir()
     write_docs(folder, n=24)
     for i in range(12):
@@ -48,7 +50,7 @@ def write_corpus(folder: Path) -> None:
             if i % 3 == 0
             else f"Note {i} on {list(TOPICS)[i % 6]}: {TOPICS[list(TOPICS)[i % 6]]}."
         )
-        (folder / f"n{i:02d}.txt").write_text(text + "\n")
+        (folder / f"n{i:02d}.txt").write_text(text + "\n" * (1 + i // 3))
     records = [
         {"_id": str(i), "title": f"record {i}", "text": f"Record {i} of the jsonl: {TOPICS[t]}."}
         for i, t in zip(range(15), list(TOPICS) * 3, strict=False)

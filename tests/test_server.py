@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,13 @@ pytestmark = [
 ]
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 TOKEN = "s3cret-token"
+SERVED: list[Path] = []  # the folder the module's server serves
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("served")
+    SERVED[:] = [folder]
     docs = folder / "docs"
     shutil.copytree(QUICKSTART / "docs", docs)
     for name, extra in (("guide", []), ("plain", ["--no-bm25"])):
@@ -245,6 +248,23 @@ def test_v1_cite_and_databases(served: Server) -> None:
     assert status == 200 and "/api/search" in body["paths"] and "/v1/search" in body["paths"]
     status, body = served.get("/no/such/route")
     assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_v1_source_serves_the_cited_file_from_its_recorded_root(served: Server) -> None:
+    _, body = served.get("/v1/search?" + q({"db": "guide", "q": "citations", "limit": "1"}))
+    hit = body["hits"][0]
+    url = served.base + "/v1/source?" + q({"db": "guide", "citation": hit["citation_id"]})
+    with urllib.request.urlopen(url, timeout=60) as response:
+        data, headers = response.read(), response.headers
+    assert data == (SERVED[0] / hit["source_uri"]).read_bytes()
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Content-Security-Policy"].startswith("sandbox")
+    assert headers["X-Urna-Span"] == f"{hit['byte_start']}-{hit['byte_end']}"
+    status, body = served.get("/v1/source?" + q({"db": "guide", "citation": "urna://nope"}))
+    assert status == 400 and body["error"]["code"] == "citation"
+    status, body = served.get("/v1/source?" + q({"db": "nope", "citation": hit["citation_id"]}))
+    assert status == 404
 
 
 def test_token_and_binding_rules(served: Server, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from urna.build.discover import Found
 from urna.build.documents import Origin, canonical_order, doc_sha, file_sha, found_files, load_files
+from urna.build.duplicates import against
 from urna.build.spec import BuildSpec
 from urna.build.summary import BuildSummary, Report
 from urna.format.atomic import atomic_writer
@@ -171,5 +172,32 @@ def changes(
         if row.file not in seen or row.file in reloaded:  # its file is gone, or no longer has it
             out.gone.add(uri)
             out.removed += 1
+    _skip_duplicates(out, live, summary, warn)
     out.new.sort(key=lambda o: canonical_order(o.doc))
     return out, files
+
+
+def _skip_duplicates(out: Changes, live: Live, summary: BuildSummary | None, warn: Report) -> None:
+    """Keep one document of each text as a full build would (``build/duplicates.py``): a new
+    duplicate is not written, a live one that a new document sorts before is deleted."""
+    kept = {u: row.text_sha for u, (_, row) in live.docs.items() if u not in out.gone}
+    dropped = against(kept, [o.doc for o in out.new])
+    if not dropped:
+        return
+    for origin in out.new:
+        uri = origin.doc.source_uri
+        if uri not in dropped:
+            continue
+        if uri in out.gone:  # it changed into a duplicate: its old text goes
+            out.changed -= 1
+            out.removed += 1
+        else:
+            out.added -= 1
+    out.new = [o for o in out.new if o.doc.source_uri not in dropped]
+    delete = {u for u in dropped if u in kept}
+    out.gone |= delete
+    out.removed += len(delete)
+    for uri, held in sorted(dropped.items()):
+        warn(f"skipped {uri}: the same text as {held}")
+        if summary is not None:
+            summary.skipped.append((uri, f"the same text as {held}"))

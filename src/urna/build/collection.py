@@ -18,10 +18,11 @@ from pathlib import Path
 from urna.build.changes import Live
 from urna.build.discover import Found
 from urna.build.documents import chunker_version, doc_sha, found_files, load_files
+from urna.build.duplicates import keepers, text_sha
 from urna.build.shard import ShardReport, ShardTask, build_shard
 from urna.build.spec import BuildSpec, resolved
 from urna.build.summary import BuildSummary, CollectionSummary, Report
-from urna.build.target import Target, digest, write_options
+from urna.build.target import Target, digest, relative_roots, write_options
 from urna.build.update import superseding
 from urna.embed.base import THREADS_VARIABLE, Embedder
 from urna.errors import BuildError
@@ -33,6 +34,7 @@ from urna.format.versions import now
 from urna.index.bm25 import CONTEXT_DIVISOR
 from urna.index.tokenize import TOKENIZER_VERSION
 from urna.ingest.context import CONTEXT_RECIPE
+from urna.ingest.loaders import EXTRACTORS
 from urna.version import __version__
 
 MAX_SHARDS = 1024
@@ -48,6 +50,7 @@ class Plan:
     files: list[list[Found]]
     sources: list[int]
     docs: dict[str, str]  # every source_uri and its fingerprint
+    dropped: frozenset[str] = frozenset()  # duplicates left out (``build/duplicates.py``)
 
 
 def recipe(
@@ -81,6 +84,8 @@ def recipe(
         "fields": spec.fields.to_json(),
         "spaces": spec.spaces,
         "source_root": root,
+        "source_roots": relative_roots(spec, out),
+        "extractors": EXTRACTORS,  # a new extractor re-reads every page: another recipe
     }
     return digest([json.dumps(options, sort_keys=True, default=str)])
 
@@ -92,8 +97,16 @@ def plan(
     entries: list[list[str]] = [[] for _ in range(n_shards)]
     holders: list[dict[str, Found]] = [{} for _ in range(n_shards)]
     fingerprints: dict[str, str] = {}
-    for found, docs in load_files(files, summary, warn, spec.fields):
+    loaded = load_files(files, summary, warn, spec.fields)
+    dropped = keepers((d.source_uri, text_sha(d)) for _, docs in loaded for d in docs)
+    for uri, held in sorted(dropped.items()):
+        warn(f"skipped {uri}: the same text as {held}")
+        summary.skipped.append((uri, f"the same text as {held}"))
+    summary.documents -= len(dropped)
+    for found, docs in loaded:
         for doc in docs:
+            if doc.source_uri in dropped:
+                continue
             s = shard_of(bucket_of(doc.source_uri), n_shards)
             fingerprint = fingerprints[doc.source_uri] = doc_sha(doc)
             entries[s].append(f"{doc.source_uri}\t{fingerprint}")
@@ -104,6 +117,7 @@ def plan(
         files=[sorted(h.values(), key=lambda f: f.source_uri) for h in holders],
         sources=[len(e) for e in entries],
         docs=fingerprints,
+        dropped=frozenset(dropped),
     )
 
 
@@ -212,6 +226,7 @@ def _tasks(
                 spec=spec,
                 max_tokens=max_tokens,
                 previous=previous,
+                dropped=the_plan.dropped,
             )
         )
     return tasks, kept

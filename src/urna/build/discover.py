@@ -23,7 +23,7 @@ from typing import Any
 
 import pathspec
 
-from urna.build.spec import Source
+from urna.build.spec import Source, root_of
 from urna.errors import BuildError
 from urna.format.regular import inside, read_regular
 from urna.ingest.loaders import kind_of
@@ -126,15 +126,17 @@ def _under(path: str, root: str) -> bool:
 
 
 def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list[tuple[Path, str]]]:
-    """(files to read, sorted by source_uri; skipped files with the reason)."""
+    """(files to read, sorted by source_uri; skipped files with the reason). A source outside
+    ``base`` is named relative to its own folder (``root_of``); a file whose name there is
+    another's already found is skipped and reported."""
     found: dict[str, Found] = {}
     skipped: list[tuple[Path, str]] = []
-    base_resolved = base.resolve()
     for source in sources:
         if not source.path.exists():
             raise BuildError(f"source not found: {source.path}")
         if not (source.path.is_file() or source.path.is_dir()):
             raise BuildError(f"source is not a regular file or a folder: {source.path}")
+        base_resolved = root_of(source.path, base.resolve())
         prefix = None  # where the walked folder sits under base (files in it need no resolve)
         root = os.path.realpath(source.path)
         if source.path.is_file():
@@ -165,8 +167,10 @@ def discover(sources: tuple[Source, ...], base: Path) -> tuple[list[Found], list
                 skipped.append((Path(full), "not a regular file"))
                 continue
             if prefix is None or link:
-                uri = source_uri(Path(full), base)
+                uri = source_uri(Path(full), base_resolved)
             else:  # no folder link was followed: the path below the resolved folder is real
                 uri = rel if prefix == "." else f"{prefix}/{rel}"
-            found.setdefault(uri, Found(full, uri, kind))
+            held = found.setdefault(uri, Found(full, uri, kind))
+            if held.location != full and os.path.realpath(held.location) != os.path.realpath(full):
+                skipped.append((Path(full), f"named {uri}, as {held.location} already is"))
     return [found[k] for k in sorted(found)], skipped

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from urna.build.discover import Found, discover
+from urna.build.duplicates import distinct, text_sha
 from urna.build.fields import FieldRules
+from urna.build.progress import Progress
 from urna.build.spec import BuildSpec
 from urna.build.summary import BuildSummary, Report
 from urna.embed.base import Embedder
@@ -23,6 +25,8 @@ from urna.format.sources import SourceRow
 from urna.ingest.chunker import CHUNKER_VERSION, ChunkSpan, chunk_documents
 from urna.ingest.document import Document
 from urna.ingest.loaders import load
+
+STEP = 256  # files loaded, or documents chunked, between two looks at the progress
 
 
 def chunker_version(max_tokens: int, overlap: int) -> str:
@@ -82,6 +86,27 @@ def rendered_sources(files: list[Found]) -> tuple[list[Found], list[tuple[Path, 
                 continue
         kept.append(found)
     return kept, copies
+
+
+def load_all(
+    files: Sequence[Found], spec: BuildSpec, summary: BuildSummary, warn: Report, shown: Progress
+) -> list[Document]:
+    """Every document of these files, in source order, duplicates left out and reported
+    (``build/duplicates.py``); ``shown`` advances as files are read."""
+    docs: list[Document] = []
+    for at in range(0, len(files), STEP):
+        some = files[at : at + STEP]
+        docs.extend(
+            doc for _, found in load_files(some, summary, warn, spec.fields) for doc in found
+        )
+        shown.advance(len(some))
+    docs.sort(key=canonical_order)
+    docs, dropped = distinct(docs)
+    for uri, reason in dropped:
+        warn(f"skipped {uri}: {reason}")
+    summary.skipped.extend(dropped)
+    summary.documents -= len(dropped)
+    return docs
 
 
 def load_files(
@@ -161,7 +186,8 @@ def rows_for(origins: Sequence[Origin], spans: Sequence[ChunkSpan]) -> list[Sour
         lo = at
         while at < len(spans) and spans[at].source_uri == o.doc.source_uri:
             at += 1
-        rows.append(SourceRow(o.doc.source_uri, o.file, o.file_sha, doc_sha(o.doc), lo, at))
+        uri = o.doc.source_uri
+        rows.append(SourceRow(uri, o.file, o.file_sha, doc_sha(o.doc), lo, at, text_sha(o.doc)))
     if at != len(spans):
         raise AssertionError("spans out of source order")  # chunk_documents keeps doc order
     return rows

@@ -11,7 +11,6 @@ a catalog never names a file without one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 from urna.build.documents import chunker_version
 from urna.build.spec import resolved
 from urna.build.summary import Report, quiet
-from urna.build.target import Target
+from urna.build.target import Target, relative_roots
 from urna.build.vectors import Chained, VectorSource, embed_known
 from urna.build.write import build
 from urna.embed.base import cache_dir
@@ -29,6 +28,7 @@ from urna.embed.registry import resolve
 from urna.format.sources import SourceRow, write_table
 from urna.ingest.chunker import ChunkSpan
 from urna.ingest.context import CONTEXT_RECIPE, embedded_texts
+from urna.ingest.loaders import EXTRACTORS
 from urna.version import __version__
 
 
@@ -96,7 +96,7 @@ def write_segment(
         files = len({r.file for r in rows or ()})
     if rows is not None:
         write_table(out, list(rows))
-    root = Path(os.path.relpath(spec.base.resolve(), out.resolve().parent)).as_posix()
+    roots = relative_roots(spec, out.resolve().parent)
     meta = dict(spec.metadata)
     dtype, bm25, ann = resolved(spec)
     report(
@@ -113,7 +113,13 @@ def write_segment(
         chunker_version=chunker_version(target.max_tokens, spec.overlap_tokens),
         dtype=dtype,  # type: ignore[arg-type]
         compression="zstd" if spec.compress else None,
-        provenance={"builder": builder(), "files": files, "source_root": root},
+        provenance={
+            "builder": builder(),
+            "extractors": EXTRACTORS,
+            "files": files,
+            "source_root": roots[0],
+            **({"source_roots": roots[1:]} if len(roots) > 1 else {}),
+        },
         title=meta.pop("title", None),
         description=meta.pop("description", None),
         extra_manifest=meta,

@@ -39,6 +39,7 @@ class ShardTask:
     max_tokens: int
     previous: tuple[Path, ...] = ()  # earlier files whose vectors may be reused
     use_cache: bool = True  # the embedding cache (off with --rebuild)
+    dropped: frozenset[str] = frozenset()  # duplicates of documents kept (the plan's)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,12 @@ def shard_docs(task: ShardTask) -> list[Origin]:
     lo, hi = task.buckets
     out: list[Origin] = []
     for found, loaded in load_files(task.files, None, quiet, task.spec.fields):
-        mine = [d for d in loaded if lo <= bucket_of(d.source_uri, task.n_buckets) < hi]
+        mine = [
+            d
+            for d in loaded
+            if lo <= bucket_of(d.source_uri, task.n_buckets) < hi
+            and d.source_uri not in task.dropped
+        ]
         sha = file_sha(found.location) if mine else ""
         out.extend(Origin(d, found.source_uri, sha) for d in mine)
     out.sort(key=lambda o: canonical_order(o.doc))

@@ -71,7 +71,7 @@ class Source:
 class BuildSpec:
     sources: tuple[Source, ...]
     output: Path
-    base: Path  # source_uris are relative to this folder
+    base: Path  # source_uris of the sources inside this folder are relative to it
     model: str = DEFAULT_MODEL
     model_path: Path | None = None
     max_tokens: int | None = None
@@ -85,6 +85,30 @@ class BuildSpec:
     shards: int | None = None  # a collection of this many shards (output is then a folder)
     metadata: dict[str, Any] = field(default_factory=dict)
     fields: FieldRules = field(default_factory=FieldRules)  # [metadata] set, rename, drop
+    recorded_roots: tuple[Path, ...] = ()  # a compaction's roots, as its collection records
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The folders source_uris are relative to: ``base`` first, then each source's own
+        folder where it lies outside ``base``, in source order (``root_of``)."""
+        if self.recorded_roots:
+            return self.recorded_roots
+        found = [self.base.resolve()]
+        for source in self.sources:
+            root = root_of(source.path, found[0])
+            if root not in found:
+                found.append(root)
+        return tuple(found)
+
+
+def root_of(path: Path, base: Path) -> Path:
+    """The folder a source's source_uris are relative to (``base`` resolved): ``base`` where
+    the source lies inside it, else the folder given (a file's own folder), so a source_uri
+    never climbs out of its root with ``..``."""
+    real = path.resolve()
+    if real == base or base in real.parents:
+        return base
+    return real if real.is_dir() else real.parent
 
 
 def _table(doc: dict[str, Any], key: str, allowed: tuple[str, ...]) -> dict[str, Any]:

@@ -44,9 +44,15 @@ def digest(parts: Sequence[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def relative_roots(spec: BuildSpec, folder: Path) -> list[str]:
+    """The spec's source roots (``BuildSpec.roots``) relative to ``folder``."""
+    return [Path(os.path.relpath(r, folder.resolve())).as_posix() for r in spec.roots]
+
+
 def write_options(target: Target) -> dict[str, Any]:
     """The options a compaction needs to write files as the build wrote them."""
     spec = target.spec
+    roots = relative_roots(spec, target.folder)
     return {
         "model": spec.model,
         "max_tokens": target.max_tokens,
@@ -59,6 +65,7 @@ def write_options(target: Target) -> dict[str, Any]:
         "spaces": [list(s) for s in spec.spaces],
         "metadata": spec.metadata,
         "source_root": Path(os.path.relpath(spec.base, target.folder)).as_posix(),
+        **({"source_roots": roots[1:]} if len(roots) > 1 else {}),
     }
 
 
@@ -94,6 +101,9 @@ def target_of(
         rerank_copy=o["rerank_copy"],
         spaces=tuple((a, b) for a, b in o["spaces"]),
         metadata=dict(o["metadata"]),
+        recorded_roots=tuple(
+            (folder / r).resolve() for r in (o["source_root"], *o.get("source_roots", []))
+        ),
     )
     embedder = embedder or resolve(spec.model, model_path=model_path)
     if embedder.model_hash != catalog.model_hash:

@@ -23,14 +23,7 @@ from pathlib import Path
 from urna.build.changes import Live, StatCache, changes
 from urna.build.collection import MAX_SHARDS, Head, Runner, absolute, full, local_runner, recipe
 from urna.build.compact import carry_out, drop_empty, holdings
-from urna.build.documents import (
-    canonical_order,
-    chunk,
-    chunker_version,
-    found_files,
-    load_files,
-    window,
-)
+from urna.build.documents import STEP, chunk, chunker_version, found_files, load_all, window
 from urna.build.policy import decide
 from urna.build.progress import Mode, Progress
 from urna.build.segment import write_segment
@@ -49,9 +42,7 @@ from urna.format.partition import N_BUCKETS
 from urna.format.versions import collect, latest_version, now, publish, writing
 from urna.index.text_table import table_intact, write_text_table
 from urna.ingest.chunker import ChunkSpan
-from urna.ingest.document import Document
 
-STEP = 256  # files loaded, or documents chunked, between two looks at the progress
 ZERO = {"added": 0, "changed": 0, "removed": 0}
 
 
@@ -137,14 +128,8 @@ class Writer:
         self.report(f"discover: {len(files)} files")
         summary.timings["discover"] = time.perf_counter() - t0
         stage = time.perf_counter()
-        docs: list[Document] = []
         with Progress("load", len(files), "file", target.progress, target.tell) as shown:
-            for at in range(0, len(files), STEP):
-                some = files[at : at + STEP]
-                loaded = load_files(some, summary, self.warn, spec.fields)
-                docs.extend(doc for _, found in loaded for doc in found)
-                shown.advance(len(some))
-        docs.sort(key=canonical_order)
+            docs = load_all(files, spec, summary, self.warn, shown)
         spans: list[ChunkSpan] = []
         with Progress("chunk", len(docs), "document", target.progress, target.tell) as shown:
             for at in range(0, len(docs), STEP):  # each document is chunked on its own

@@ -25,6 +25,9 @@ KINDS: dict[str, tuple[type, ...]] = {
     "metadata": (dict,),
     "source_root": (str,),
 }
+OPTIONAL: dict[str, tuple[type, ...]] = {
+    "source_roots": (list,),  # where sources outside source_root lie (``BuildSpec.roots``)
+}
 PRESET_NAMES = ("exact", "compressed", "tiny", "hybrid")
 DTYPE_NAMES = ("float32", "float16", "int8")
 
@@ -39,9 +42,11 @@ def check_build_options(options: Any) -> None:
 
     if options == {}:
         return
-    if not isinstance(options, dict) or set(options) != set(KINDS):
-        raise bad(f"expected exactly the keys {', '.join(sorted(KINDS))}")
-    for key, kinds in KINDS.items():
+    if not isinstance(options, dict) or not set(KINDS) <= set(options) <= {*KINDS, *OPTIONAL}:
+        raise bad(f"expected exactly the keys {', '.join(sorted(KINDS))} (and source_roots)")
+    for key, kinds in {**KINDS, **OPTIONAL}.items():
+        if key not in options:
+            continue
         value = options[key]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise bad(f"{key} is {value!r}")
@@ -57,5 +62,6 @@ def check_build_options(options: Any) -> None:
             isinstance(space, list) and len(space) == 2 and all(isinstance(x, str) for x in space)
         ):
             raise bad(f"a space is {space!r}, not a [name, model] pair")
-    if PurePosixPath(options["source_root"]).is_absolute():
-        raise bad("source_root must be relative to the collection")
+    roots = [options["source_root"], *options.get("source_roots", [])]
+    if any(not isinstance(r, str) or PurePosixPath(r).is_absolute() for r in roots):
+        raise bad("source_root and source_roots must be paths relative to the collection")

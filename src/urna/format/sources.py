@@ -2,7 +2,9 @@
 
 One row per document the file stores, in source order: its source_uri, the file it was read
 from (the discovered path), the SHA-256 of that file's bytes and of the document (kind,
-bytes and metadata), and the document's chunk range [lo, hi) in the file. An update reads
+bytes and metadata), the document's chunk range [lo, hi) in the file, and the SHA-256 of its
+text (what duplicates are told by: ``build/duplicates.py``; a table written before has six
+columns, and its rows no text hash). An update reads
 the tables of the live files to learn what changed without loading any unchanged file; a
 deletion names a row's source and range. The table is written (atomically) before the
 catalog that names its file, and is as immutable as that file. Canonical JSON.
@@ -46,6 +48,7 @@ class SourceRow:
     doc_sha: str
     lo: int
     hi: int
+    text_sha: str = ""
 
 
 def table_name(data_file: str) -> str:
@@ -56,7 +59,7 @@ def write_table(path: Path, rows: list[SourceRow]) -> None:
     """Write the table of the data file at ``path``."""
     doc = {
         "format": "urna.sources",
-        "sources": [[r.uri, r.file, r.file_sha, r.doc_sha, r.lo, r.hi] for r in rows],
+        "sources": [[r.uri, r.file, r.file_sha, r.doc_sha, r.lo, r.hi, r.text_sha] for r in rows],
     }
     with atomic_writer(path.parent / table_name(path.name)) as handle:
         handle.write(canonical(doc))
@@ -122,13 +125,15 @@ def _parse(folder: Path, name: str) -> list[SourceRow] | None:
         # escape could be one, which an honest table of UTF-8 paths never holds.
         loads = strict_loads if SURROGATE.search(text) else _plain_loads
         doc = loads(text)
-        rows = [SourceRow(*row) for row in doc["sources"]]
+        rows = [SourceRow(*row) for row in doc["sources"] if len(row) in (6, 7)]
+        if len(rows) != len(doc["sources"]):
+            raise ValueError("a row has neither 6 nor 7 columns")
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise _bad(name, f"not a source table ({exc})") from None
     end = 0
     for r in rows:
         if not (
-            all(isinstance(x, str) for x in (r.uri, r.file, r.file_sha, r.doc_sha))
+            all(isinstance(x, str) for x in (r.uri, r.file, r.file_sha, r.doc_sha, r.text_sha))
             and all(isinstance(x, int) and not isinstance(x, bool) for x in (r.lo, r.hi))
             and r.lo == end
             and r.hi >= r.lo

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from urna.format.regular import read_regular
 from urna.ingest.document import Document
 from urna.ingest.docx import load_docx
+from urna.ingest.html import VERSION as HTML_VERSION
 from urna.ingest.html import load_html
 from urna.ingest.markdown import load_markdown
 from urna.ingest.pdf import load_pdf
@@ -64,11 +65,23 @@ def is_derived(path: Path) -> bool:
     return found is not None and found.derived
 
 
-def load(path: Path, source_uri: str) -> list[Document]:
-    """Read and parse one file; raises on unreadable or malformed input."""
+EXTRACTORS = {"html": HTML_VERSION}  # recorded in a file's provenance: what it was read by
+
+
+def load(
+    path: Path, source_uri: str, extractors: Mapping[str, int] | None = None
+) -> list[Document]:
+    """Read and parse one file; raises on unreadable or malformed input. ``extractors`` names
+    an earlier extractor version by kind (a file built by it verifies with it); a kind it
+    does not name is read by the extractor of version 1, the one before versions were
+    recorded, and ``None`` means the current ones."""
     found = FORMATS.get(path.suffix.lower())
     if found is None:
         raise ValueError(f"unsupported file type {path.suffix or '(none)'}")
     data = read_regular(path)  # a FIFO or device named like a document is refused, not read
-    result = found.loader(data, source_uri)
+    if found.kind == "html":
+        version = EXTRACTORS["html"] if extractors is None else extractors.get("html", 1)
+        result: Document | list[Document] = load_html(data, source_uri, version)
+    else:
+        result = found.loader(data, source_uri)
     return result if isinstance(result, list) else [result]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from urna.errors import CitationError, NotFoundError, SourceMismatchError
@@ -91,13 +93,19 @@ def verify_source(path: Path, byte_start: int, byte_end: int, expected: bytes) -
 
 
 def verify_derived(
-    path: Path, source_uri: str, byte_start: int, byte_end: int, expected: bytes
+    path: Path,
+    source_uri: str,
+    byte_start: int,
+    byte_end: int,
+    expected: bytes,
+    extractors: Mapping[str, int] | None = None,
 ) -> None:
-    """Extract the source again and compare the span of its extracted text."""
+    """Extract the source again, by the extractors the file was built with (``None``: the
+    current ones), and compare the span of its extracted text."""
     if not path.is_file():
         raise NotFoundError(f"source not found: {path}")
     try:
-        docs = load(path, source_uri.partition("#")[0])
+        docs = load(path, source_uri.partition("#")[0], extractors)
     except Exception as exc:  # the loader's own error on a file that changed or broke
         raise SourceMismatchError(f"source {path} can no longer be read: {exc}") from None
     doc = next((d for d in docs if d.source_uri == source_uri), None)
@@ -112,14 +120,49 @@ def verify_derived(
 
 
 def check_source(
-    source_uri: str, byte_start: int, byte_end: int, expected: bytes, root: Path
+    source_uri: str,
+    byte_start: int,
+    byte_end: int,
+    expected: bytes,
+    roots: Sequence[Path],
+    extractors: Mapping[str, int] | None = None,
 ) -> Path:
     """Check a chunk against its source: the file's bytes in the span (Markdown, text), or the
     span of the text extracted again (HTML, PDF, DOCX, JSONL and CSV records). Relative
-    source_uris are read under ``root``. Returns the path read."""
-    path = resolve_source(source_uri.partition("#")[0], root)
-    if is_derived(path):
-        verify_derived(path, source_uri, byte_start, byte_end, expected)
-    else:
-        verify_source(path, byte_start, byte_end, expected)
-    return path
+    source_uris are read under the first of ``roots`` that holds them (a build names each
+    file under the first root that has it). Returns the path read."""
+    first: Exception | None = None
+    for root in roots:
+        try:
+            path = resolve_source(source_uri.partition("#")[0], root)
+            if is_derived(path):
+                verify_derived(path, source_uri, byte_start, byte_end, expected, extractors)
+            else:
+                verify_source(path, byte_start, byte_end, expected)
+        except (CitationError, NotFoundError, SourceMismatchError) as exc:
+            # the first error that says more than "not under this root" is the one told
+            if first is None or (
+                isinstance(first, NotFoundError) and not isinstance(exc, NotFoundError)
+            ):
+                first = exc
+            continue
+        return path
+    raise first if first is not None else CitationError("no source root to read from")
+
+
+def roots_of(provenance: Mapping[str, Any], here: Path) -> list[Path]:
+    """Every folder a file's build named sources relative to (its ``source_root``, then the
+    ``source_roots`` of sources outside it), resolved from the file's folder ``here``."""
+    first, rest = provenance.get("source_root"), provenance.get("source_roots")
+    names = [first if isinstance(first, str) else "."]
+    if isinstance(rest, list):
+        names.extend(r for r in rest if isinstance(r, str))
+    return [(here / name).resolve() for name in names]
+
+
+def extractors_of(provenance: Mapping[str, Any]) -> dict[str, int]:
+    """The extractor versions a file was built by (none recorded: the first ones)."""
+    found = provenance.get("extractors")
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, int)}

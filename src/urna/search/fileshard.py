@@ -42,7 +42,7 @@ from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
 from urna.index.rowscore import row_scores
 from urna.index.topk import top_k
-from urna.search.cite import Citation, check_source, parse_citation
+from urna.search.cite import Citation, check_source, extractors_of, parse_citation, roots_of
 from urna.search.derived import audit_derived
 from urna.search.filters import Filter, FilterIndex
 from urna.search.hits import HitMaker
@@ -311,23 +311,25 @@ class FileShard(FileView):
             raise NotFoundError(f"chunk not found: {cit.chunk_id}")
         return self.chunk(i)
 
-    def source_root(self) -> Path:
-        """Where relative source_uris live: the build's ``source_root`` next to this file."""
-        here = self.path.resolve().parent
-        root = self._c.provenance.get("source_root")
-        return (here / root).resolve() if isinstance(root, str) else here
+    def source_roots(self) -> list[Path]:
+        """Every folder the build named sources relative to, resolved next to this file."""
+        return roots_of(self._c.provenance, self.path.resolve().parent)
 
     def verify_source(self, chunk: Chunk, root: str | os.PathLike[str] | None = None) -> Path:
         """Check that the source's bytes in the chunk's span equal its stored text.
 
         Relative source_uris are resolved against ``root``, by default the build's source
-        root (recorded in provenance) or the folder holding this .urna file. For derived
+        roots (recorded in provenance) or the folder holding this .urna file. For derived
         formats (HTML, PDF, DOCX, JSONL and CSV records) the span indexes the extracted
-        text: the source is read and extracted again. Returns the path read.
+        text: the source is read and extracted again, by the extractors the file was built
+        with. Returns the path read.
         """
-        base = Path(root) if root is not None else self.source_root()
+        roots = [Path(root)] if root is not None else self.source_roots()
         expected = self.text_bytes(chunk.ordinal)
-        return check_source(chunk.source_uri, chunk.byte_start, chunk.byte_end, expected, base)
+        extractors = extractors_of(self._c.provenance)
+        return check_source(
+            chunk.source_uri, chunk.byte_start, chunk.byte_end, expected, roots, extractors
+        )
 
     # --- the whole picture -----------------------------------------------------
 

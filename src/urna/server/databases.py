@@ -43,7 +43,7 @@ class Databases:
             folders.add(str(Path(corpus.path).resolve().parent))
             for shard in getattr(corpus, "shards", [corpus]):  # where its sources lie
                 with contextlib.suppress(Exception):
-                    folders.add(str(shard.source_root()))
+                    folders.update(str(root) for root in shard.source_roots())
         for folder in sorted(folders, key=len, reverse=True):  # the deepest first
             if folder != os.sep:
                 message = message.replace(folder.rstrip(os.sep) + os.sep, "")

@@ -55,7 +55,12 @@ WHERE = (
 CITE = (
     "Resolve a citation urna://<content_hash>/<chunk_id> (from a search hit) to its exact "
     "text, source file and byte span. With verify_source, also re-read the source file and "
-    "check that the cited bytes still match the stored text."
+    "check that the cited bytes still match the stored text: under the folders the build "
+    "recorded, or under source_root where the sources have moved."
+)
+SOURCE_ROOT = (
+    "With verify_source: the folder the sources now lie in, where they have moved since the "
+    "build (an absolute path on the server's machine)"
 )
 READ = (
     "Read a cited passage with its neighbours: the chunks just before and after it in the "
@@ -116,11 +121,13 @@ class Tools:
             searchable = self.dbs.at(name, at)
         return {"corpus": name, **searchable.run(query).to_dict()}
 
-    def cite(self, citation: str, corpus: str | None, verify_source: bool) -> dict[str, Any]:
+    def cite(
+        self, citation: str, corpus: str | None, verify_source: bool, source_root: str | None
+    ) -> dict[str, Any]:
         name, searchable, chunk = self.resolve(citation, corpus)
         out = {"corpus": name, **_record(searchable, chunk)}
         if verify_source:
-            path = searchable.verify_source(chunk)
+            path = searchable.verify_source(chunk, source_root or None)
             out["source_check"] = f"ok: the bytes of {path} match the stored text"
         return out
 
@@ -238,9 +245,14 @@ def create_mcp(dbs: Databases) -> MCPServer:
 
     @server.tool(description=CITE, annotations=readonly)
     async def cite(
-        citation: CitationArg, corpus: CorpusName = None, verify_source: bool = False
+        citation: CitationArg,
+        corpus: CorpusName = None,
+        verify_source: bool = False,
+        source_root: Annotated[str | None, Field(max_length=4096, description=SOURCE_ROOT)] = None,
     ) -> dict[str, Any]:
-        return await _run(lambda: tools.cite(citation, corpus, verify_source), dbs.public)
+        return await _run(
+            lambda: tools.cite(citation, corpus, verify_source, source_root), dbs.public
+        )
 
     @server.tool(description=READ, annotations=readonly)
     async def read(

@@ -7,8 +7,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
+from urna.format.regular import read_regular
+from urna.ingest.loaders import kind_of
 from urna.search.collection import Collection
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.overview import overview
@@ -34,6 +36,7 @@ def router(dbs: Databases) -> APIRouter:
 
     _search_routes(api, dbs, corpus_of)
     _citation_routes(api, corpus_of)
+    _source_route(api, corpus_of)
     _database_routes(api, dbs, corpus_of)
     return api
 
@@ -109,6 +112,53 @@ def _citation_routes(api: APIRouter, corpus_of: CorpusOf) -> None:
             }
 
         return await asyncio.to_thread(passage)
+
+
+# How a source is served: as what it is, in a sandbox (a page's scripts never run with this
+# origin, and nothing it names is fetched), never sniffed as something else.
+SOURCE_TYPES = {
+    "markdown": "text/plain; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "html": "text/html",
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "jsonl": "text/plain; charset=utf-8",
+    "csv": "text/plain; charset=utf-8",
+}
+SOURCE_HEADERS = {
+    "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
+    "X-Content-Type-Options": "nosniff",
+}
+MAX_SOURCE = 64 << 20
+
+
+def _source_route(api: APIRouter, corpus_of: CorpusOf) -> None:
+    @api.get(
+        "/source",
+        summary="The cited source file's bytes, once the cited span is checked in it",
+        response_class=Response,
+        responses=ERROR_RESPONSES,
+    )
+    async def source(
+        db: str = Query(..., min_length=1), citation: str = Query(..., min_length=1, max_length=300)
+    ) -> Response:
+        corpus = corpus_of(db)
+
+        def read() -> tuple[bytes, str, str]:
+            chunk = corpus.cite(citation)
+            path = corpus.verify_source(chunk)  # the recorded roots only: never a client's
+            try:
+                data = read_regular(path, MAX_SOURCE)
+            except OSError as exc:  # gone or replaced since the check
+                raise ApiError(404, "citation", f"source not readable: {chunk.source_uri}") from exc
+            if len(data) > MAX_SOURCE:
+                raise ApiError(413, "too_large", f"the source is over {MAX_SOURCE} bytes")
+            span = f"{chunk.byte_start}-{chunk.byte_end}"
+            return data, SOURCE_TYPES.get(kind_of(path) or "", "application/octet-stream"), span
+
+        data, media, span = await asyncio.to_thread(read)
+        headers = {**SOURCE_HEADERS, "X-Urna-Span": span}
+        return Response(data, media_type=media, headers=headers)
 
 
 def _database_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
