@@ -18,6 +18,8 @@ from tests.conftest import run
 from tests.stored_vectors import StoredVectors
 from urna.build.spec import load_spec, spec_from_args
 from urna.build.writer import build_file, build_folder
+from urna.ingest.html import load_html
+from urna.search.cite import check_source
 
 CHROME = ("Previous topic", "Next topic", "Quick search", "This Page", "Show Source", "¶")
 
@@ -178,3 +180,18 @@ def test_duplicates_are_the_same_after_updates_as_after_a_full_build(tmp_path: P
 def _live(folder: Path) -> list[str]:
     with urna.open(folder) as corpus:
         return sorted({corpus.chunk(i).source_uri for i in range(corpus.n_chunks)})
+
+
+def test_a_page_verifies_by_the_extractor_its_file_was_built_with(tmp_path: Path) -> None:
+    """A file built before extractors were recorded (the whole body, version 1) still
+    verifies: the page is extracted again as that version read it."""
+    page = tmp_path / "a.html"
+    page.write_text(_page("Alpha tuning", [("Sockets", "A socket joins two processes.")]))
+    whole = load_html(page.read_bytes(), "a.html", 1)
+    main = load_html(page.read_bytes(), "a.html")
+    assert b"Previous topic" in whole.data and b"Previous topic" not in main.data
+    span = whole.data.index(b"Previous topic")
+    expected = whole.data[span : span + 20]
+    assert check_source("a.html", span, span + 20, expected, [tmp_path], {}) == page.resolve()
+    with pytest.raises(urna.SourceMismatchError):
+        check_source("a.html", span, span + 20, expected, [tmp_path], None)
