@@ -135,7 +135,10 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
 def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
     """Search a file, a collection or a library corpus (-l NAME) and read the answers: each
-    hit's place, a snippet around the query's words, and its citation."""
+    hit's place, a snippet around the query's words, and its citation.
+
+    QUERY reads a search box's syntax: "a phrase", -word, +word, field:value,
+    field:>=2020, field:[a TO b] (a query starting with - follows --)."""
     t0 = time.perf_counter()
     with open_corpus(file) as corpus:
         result = corpus.run(query_from(text=query, k=limit, **asked))

@@ -47,7 +47,9 @@ from urna.search.query import prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
+from urna.search.syntax import read_query
 from urna.search.text import has_words, rank, route
+from urna.search.words import TextRule
 
 # Up to this many chunks a collection's BM25 scores go into one array, topped once, from
 # the collection's postings (``search/postings.py``); above it each shard scores and tops
@@ -98,17 +100,20 @@ class Searcher(Fanout):
             self._schema = dict(sorted(merged.items()))
         return self._schema
 
-    def kept(self, query: Query) -> Filter | None:
+    def kept(self, query: Query, rule: TextRule | None = None) -> Filter | None:
         kept = query.kept()
         if kept is not None:
             kept.check(self.schema())
+        if rule is not None:
+            kept = replace(kept or Filter(), text=rule)
         return kept
 
     # --- running a query -------------------------------------------------------
 
     def run(self, query: Query) -> SearchResult:
         k = query.k
-        kept = self.kept(query)
+        query, rule = read_query(query, self.schema(), self.shards[0].facts.tokenizer)
+        kept = self.kept(query, rule)
         counted = kept is not None or self.deletions
         searched = sum(self.each(lambda s: s.count(kept), threads=False)) if counted else self.live
         if query.method == "text":

@@ -52,6 +52,7 @@ from urna.search.query import prepare
 from urna.search.result import Hit
 from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, ShardFacts
 from urna.search.where import Schema
+from urna.search.words import words_of
 
 Stats = TermStats | None  # a collection's statistics, or None for the file's own
 
@@ -70,7 +71,7 @@ class FileShard(FileView):
         self._rerank = load_rerank_matrix(container)
         self._store = ChunkStore(container)
         self._columns = FieldColumns(self._store, container.chunk_fields)
-        self._filters = FilterIndex(self._columns)
+        self._filters = FilterIndex(self._columns, words_of(self._store, self._bm25))
         self.hit_maker = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
         self._scorer: GlobalScorer | None = None
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none

@@ -1,7 +1,9 @@
 """What a query keeps, applied before ranking: a pattern on the source path (``--source``,
-``ingest/globs.py``), a prefix of the section path (``--section``) and a where-filter on
-metadata (``--where``, ``search/where.py``). A filtered search ranks only the chunks the
-filter keeps, so it returns k hits whenever k such chunks exist (and, for BM25, match)."""
+``ingest/globs.py``), a prefix of the section path (``--section``), a where-filter on
+metadata (``--where``, ``search/where.py``) and the phrases and words the query language
+requires or excludes (``search/syntax.py``, ``search/words.py``). A filtered search ranks
+only the chunks the filter keeps, so it returns k hits whenever k such chunks exist (and,
+for BM25, match)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from urna.errors import QueryError
 from urna.ingest.globs import MAX_PATTERN, PathGlob
 from urna.search.metadata import FieldColumns
 from urna.search.where import Group, Leaf, Negation, Node, Schema, check, parse_where
+from urna.search.words import TextRule, Words
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,16 @@ class Filter:
     source: PathGlob | None = None
     section: str | None = None
     where: Node | None = None
+    text: TextRule | None = None
 
     @property
     def active(self) -> bool:
-        return self.source is not None or self.section is not None or self.where is not None
+        return (
+            self.source is not None
+            or self.section is not None
+            or self.where is not None
+            or self.text is not None
+        )
 
     def check(self, schema: Schema) -> None:
         if self.where is not None:
@@ -65,8 +74,9 @@ class FilterIndex:
 
     KEPT = 16  # bounded: filters come from requests too; each entry is up to 8 bytes a chunk
 
-    def __init__(self, columns: FieldColumns) -> None:
+    def __init__(self, columns: FieldColumns, words: Words | None = None) -> None:
         self._columns = columns
+        self._words = words
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -97,6 +107,8 @@ class FilterIndex:
             keep &= cols.mask(Leaf("section", "$prefix", kept.section))
         if kept.where is not None:
             keep &= self._mask(kept.where)
+        if kept.text is not None and self._words is not None:
+            keep &= self._words.mask(kept.text, np.flatnonzero(keep))
         out = np.flatnonzero(keep)
         out.flags.writeable = False
         return out

@@ -41,7 +41,9 @@ SEARCH = (
     "Search a corpus of documents by meaning and by words. Returns the best passages (hits), "
     "each with its text, a snippet around the query's words, its source file and section path, "
     "its exact byte span in the source, per-method ranks, and a citation_id to quote. "
-    "Write the query as a question or keywords. mode: auto (default, both methods when the "
+    'Write the query as a question or keywords; "a phrase" must appear as written, -word '
+    "must not appear, +word must, field:value (or field:>=2020, field:[a TO b]) filters. "
+    "mode: auto (default, both methods when the "
     "corpus allows), hybrid, vector (paraphrase, meaning) or text (exact words, names, "
     "identifiers). Narrow with source (a glob on the source path, e.g. 'docs/*.md') or "
     "section (a section path prefix, e.g. 'Guide / Install'), or where (a filter on the "

@@ -1,0 +1,179 @@
+"""The query language (``search/syntax.py``): phrases, ``+`` and ``-`` terms and ``field:``
+conditions keep exactly the chunks a scan of every stored text and field keeps, ranked as
+the query's words rank them, in a file and a 4-shard collection, in text and hybrid modes;
+ordinary text with punctuation is never read as syntax."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import urna
+from tests.conftest import assert_error, run
+from tests.stored_vectors import StoredVectors
+from urna.build.spec import spec_from_args
+from urna.build.writer import build_file, build_folder
+from urna.errors import QueryError
+from urna.index.tokenize import tokenize
+from urna.search.request import Query
+from urna.search.syntax import parse_query
+from urna.search.words import holds
+
+WORDS = [
+    "bees",
+    "swarm",
+    "queen",
+    "hive",
+    "honey",
+    "comb",
+    "spring",
+    "winter",
+    "sugar",
+    "syrup",
+    "colony",
+    "split",
+    "cells",
+]
+FIELDS = {"year": {"integer": 1}, "audience": {"string": 1}, "tags": {"list": 1}}
+
+ORDINARY = [
+    "how do I stop my bees from swarming",
+    "e-mail",
+    "C++ templates",
+    "don't feed in winter",
+    "3-4 cups of sugar",
+    'what\'s "the" point',
+    "a - b",
+    '"',
+    'say "hi',
+    "-5 degrees",
+    "+1 for this",
+    "http://example.org/bees",
+    "12:30 meeting",
+    "C:\\temp",
+    "note: this",
+    "re:",
+    "year: 2020",
+    "x-ray and t-shirt",
+    "--verbose",
+    "a+b",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_never_syntax(text: str) -> None:
+    parsed = parse_query(text, FIELDS)
+    assert parsed.text == text and not parsed.syntax
+
+
+def test_each_form_reads_as_documented() -> None:
+    parsed = parse_query('"queen cells" hive -winter +"sugar syrup" year:>=2020', FIELDS)
+    assert parsed.text == "queen cells hive sugar syrup"
+    assert parsed.required == ("queen cells", "sugar syrup")
+    assert parsed.excluded == ("winter",)
+    assert parsed.where == {"year": {"$gte": 2020}}
+    ranged = parse_query("bees year:[2019 TO 2021] audience:admins", FIELDS)
+    assert ranged.where == {
+        "$and": [{"year": {"$gte": 2019, "$lte": 2021}}, {"audience": {"$eq": "admins"}}]
+    }
+    assert parse_query('bees -"queen cells"', FIELDS).excluded == ("queen cells",)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("-winter", "nothing to search for"),
+        ('-"queen cells" -winter', "nothing to search for"),
+        ("bees colour:red", "unknown field 'colour'"),
+        ("bees colour:red", "year"),  # the fields it does hold are listed
+    ],
+)
+def test_what_cannot_be_searched_says_why(text: str, fragment: str) -> None:
+    with pytest.raises(QueryError, match=fragment):
+        parse_query(text, FIELDS)
+
+
+def _notes(folder: Path) -> None:
+    rng = random.Random(11)
+    folder.mkdir()
+    for i in range(40):
+        body = [" ".join(rng.choice(WORDS) for _ in range(12)) + "." for _ in range(3)]
+        front = ["---", f"year: {2016 + i % 8}", f"audience: {['keepers', 'admins'][i % 2]}"]
+        front += [f"tags: [{', '.join(rng.sample(WORDS[:5], 2))}]", "---"]
+        text = [*front, f"# Note {i}", "", body[0], "", "## More", "", body[1], "", body[2]]
+        (folder / f"n{i:02d}.md").write_text("\n".join(text) + "\n")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("syntax")
+    _notes(root / "notes")
+    vectors = StoredVectors()
+    file, coll = root / "one.urna", root / "four"
+    build_file(spec_from_args([root / "notes"], file), embedder=vectors)
+    build_folder(spec_from_args([root / "notes"], coll), shards=4, embedder=vectors)
+    return {"file": file, "collection": coll}
+
+
+QUERIES = [
+    ('"queen cells" hive', lambda toks, f: holds(toks, ("queen", "cell"))),
+    ("honey comb -winter", lambda toks, f: "winter" not in toks),
+    ('bees -"sugar syrup"', lambda toks, f: not holds(toks, ("sugar", "syrup"))),
+    ("+colony split spring", lambda toks, f: "coloni" in toks),
+    ("swarm audience:admins", lambda toks, f: f.get("audience") == "admins"),
+    ("queen year:[2018 TO 2020]", lambda toks, f: 2018 <= f.get("year", 0) <= 2020),
+    ("hive tags:bees -queen", lambda toks, f: "bees" in f.get("tags", []) and "queen" not in toks),
+]
+
+
+def _allowed(file: Path, keep: Any) -> set[str]:
+    """The chunks a scan of every stored text and field keeps (the file's chunks are the
+    collection's: the same ids)."""
+    out = set()
+    with urna.open(file) as corpus:
+        for i in range(corpus.n_chunks):
+            chunk = corpus.chunk(i)
+            if keep(tokenize(chunk.text), corpus.fields_of(i)):
+                out.add(chunk.chunk_id)
+    return out
+
+
+@pytest.mark.parametrize("where", ["file", "collection"])
+@pytest.mark.parametrize(("text", "keep"), QUERIES)
+def test_syntax_keeps_what_a_scan_keeps(
+    built: dict[str, Path], where: str, text: str, keep: Any
+) -> None:
+    vectors = StoredVectors()
+    allowed = _allowed(built["file"], keep)
+    with urna.open(built[where]) as corpus:
+        assert 0 < len(allowed) < corpus.n_chunks  # the test means something
+        parsed = parse_query(text, FIELDS)
+        words = corpus.run(Query(text=parsed.text, k=corpus.n_chunks, mode="text"))
+        ranked = [(h.chunk_id, h.score) for h in words.hits if h.chunk_id in allowed]
+        got = corpus.run(Query(text=text, k=5, mode="text"))
+        assert [(h.chunk_id, h.score) for h in got.hits] == ranked[:5]
+        assert got.n_searched == len(allowed)
+        hybrid = corpus.run(Query(text=text, k=5, mode="hybrid", embedder=vectors))
+        assert hybrid.hits and {h.chunk_id for h in hybrid.hits} <= allowed
+        assert len(hybrid.hits) == min(5, len(allowed))
+
+
+def test_a_file_and_a_collection_answer_alike(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as one, urna.open(built["collection"]) as four:
+        for text, _ in QUERIES:
+            a = one.run(Query(text=text, k=8, mode="text"))
+            b = four.run(Query(text=text, k=8, mode="text"))
+            assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits], text
+
+
+def test_the_cli_reads_the_syntax_and_refuses_what_it_cannot_search(
+    built: dict[str, Path],
+) -> None:
+    found = run("find", str(built["file"]), '"queen cells" -winter', "--mode", "text", "--json")
+    assert found.exit_code == 0, found.stderr
+    only = run("find", str(built["file"]), "--mode", "text", "--", "-winter")  # -- ends options
+    assert_error(only, "nothing to search")
+    assert_error(run("find", str(built["file"]), "bees colour:red"), "unknown field 'colour'")
