@@ -250,6 +250,19 @@ def test_v1_cite_and_databases(served: Server) -> None:
     assert status == 404 and body["error"]["code"] == "not_found"
 
 
+def test_v1_search_speaks_the_query_language_and_groups(served: Server) -> None:
+    asked = {"db": "guide", "q": "citations", "limit": "3", "group": "document"}
+    status, body = served.get("/v1/search?" + q(asked))
+    assert status == 200 and "grouped by document" in body["note"]
+    assert len({h["source_uri"] for h in body["hits"]}) == len(body["hits"]) > 0
+    assert all(h["more"] >= 0 for h in body["hits"])
+    status, body = served.get("/v1/search?" + q({"db": "guide", "q": '"byte span" -pdf'}))
+    assert status == 200 and body["hits"]
+    assert all("pdf" not in h["text"].lower() for h in body["hits"])
+    status, body = served.get("/v1/search?" + q({"db": "guide", "q": "bees colour:red"}))
+    assert status == 400 and "unknown field 'colour'" in body["error"]["message"]
+
+
 def test_v1_source_serves_the_cited_file_from_its_recorded_root(served: Server) -> None:
     _, body = served.get("/v1/search?" + q({"db": "guide", "q": "citations", "limit": "1"}))
     hit = body["hits"][0]

@@ -20,7 +20,7 @@ from urna.embed.precision import PRECISION_VARIABLE, PRECISIONS
 from urna.errors import QueryError, missing_extra
 from urna.format.fusion import FUSIONS
 from urna.search.protocol import Searchable
-from urna.search.request import MODES
+from urna.search.request import GROUPS, MODES
 from urna.search.result import SearchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -236,6 +236,12 @@ QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
         "--expect-model-hash", default=None, help="Refuse unless the space has this hash."
     ),
     "model_path": model_path_option,
+    "group": click.option(
+        "--group",
+        type=click.Choice(GROUPS),
+        default=None,
+        help="document: the best chunk of each of k documents, with how many more matched.",
+    ),
     "source": click.option(
         "--source",
         default=None,

@@ -80,6 +80,8 @@ def _block(h: Hit, terms: list[str], fused: bool) -> str:
         head += f" {short_path(h.section_path)}"
     if fused:
         head += f"   {_style(methods_part(h), dim=True)}"
+    if h.more:
+        head += f"   {_style(f'+{h.more} more from this document', dim=True)}"
     indent = " " * (len(str(h.rank)) + 2)
     return f"{head}\n{indent}{hit_snippet(h, terms)}\n{indent}{_style(h.citation_id, dim=True)}"
 
@@ -124,6 +126,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
         "byte_end": hit.byte_end,
         "page": hit.page,
         "snippet": snippet(plain(hit.text, hit.source_uri), terms),
+        **({"more": hit.more} if hit.more is not None else {}),
     }
 
 
@@ -131,7 +134,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @file_argument
 @click.argument("query")
 @hits_option("limit", "-n", "Hits to return (-n, fluree's name, also works).")
-@query_options("mode", "fusion", "model_path", *FILTERS)
+@query_options("mode", "fusion", "model_path", "group", *FILTERS)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
 def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
     """Search a file, a collection or a library corpus (-l NAME) and read the answers: each

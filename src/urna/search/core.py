@@ -39,6 +39,7 @@ from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.complete import filler
 from urna.search.fanout import Fanout
 from urna.search.filters import Filter
+from urna.search.grouping import grouped
 from urna.search.hits import across
 from urna.search.merge import merge_top
 from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
@@ -111,6 +112,8 @@ class Searcher(Fanout):
     # --- running a query -------------------------------------------------------
 
     def run(self, query: Query) -> SearchResult:
+        if query.group is not None:
+            return grouped(query, self.run, self.live)
         k = query.k
         query, rule = read_query(query, self.schema(), self.shards[0].facts.tokenizer)
         kept = self.kept(query, rule)

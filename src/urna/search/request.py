@@ -20,6 +20,8 @@ Method = Literal["exact", "ann", "graph", "space", "text"]
 METHODS: tuple[str, ...] = get_args(Method)
 Mode = Literal["auto", "hybrid", "vector", "text"]
 MODES: tuple[str, ...] = get_args(Mode)
+Group = Literal["document"]
+GROUPS: tuple[str, ...] = get_args(Group)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Query:
     where: str | Mapping[str, Any] | None = field(default=None, compare=False)
     model_path: str | os.PathLike[str] | None = None
     embedder: Embedder | None = field(default=None, compare=False)
+    group: str | None = None  # "document": the best chunk of each of k documents
 
     def __post_init__(self) -> None:
         """Every knob checked here, once, whichever shell built the query."""
@@ -67,6 +70,8 @@ class Query:
             raise QueryError(f"invalid hops: {self.hops}")
         if self.method != "text" and self.vector is None:
             raise QueryError(f"method {self.method} needs a query vector")
+        if self.group not in (None, *GROUPS):
+            raise QueryError(f"invalid group {self.group!r}: expected one of {', '.join(GROUPS)}")
         if self.method == "space" and (not isinstance(self.space, str) or not self.space):
             raise QueryError("search_space needs the name of an embedding space")
 

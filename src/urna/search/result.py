@@ -45,6 +45,7 @@ class Hit:
     snippet: str = ""
     precision: str = ""  # which stored precision scored the hit, on reranked paths
     metadata: dict[str, Any] = field(default_factory=dict)  # the chunk's stored fields
+    more: int | None = None  # grouped by document: its other chunks that matched
 
     def to_dict(self) -> dict[str, Any]:
         """The hit's wire shape: every field, always, in this order."""
@@ -60,6 +61,7 @@ class Hit:
             "index_type": self.index_type,
             "reranked": self.reranked,
             "precision": self.precision,
+            **({"more": self.more} if self.more is not None else {}),
         }
 
 

@@ -49,6 +49,10 @@ SEARCH = (
     "section (a section path prefix, e.g. 'Guide / Install'), or where (a filter on the "
     'metadata fields list_corpora shows, e.g. {"year": {"$gte": 2020}}).'
 )
+GROUP = (
+    "document: one hit per document (its best passage), limit documents deep, each saying "
+    "how many more of its passages matched"
+)
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
     "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
@@ -233,12 +237,14 @@ def create_mcp(dbs: Databases) -> MCPServer:
         section: Annotated[str | None, Field(max_length=500)] = None,
         where: Annotated[dict[str, Any] | None, Field(description=WHERE)] = None,
         at: Annotated[str | None, Field(max_length=100, description=AT)] = None,
+        group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
             text=query,
             k=limit,
             mode=mode,
+            group=group,
             source=source or None,
             section=section or None,
             where=where,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from urna.format.fusion import Fusion
-from urna.search.request import Mode
+from urna.search.request import Group, Mode
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
 WHERE_HELP = 'a where-filter on metadata, e.g. {"year": {"$gte": 2020}}'
@@ -22,6 +22,9 @@ class SearchParams(BaseModel):
     mode: Mode = "auto"
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     fusion: Fusion | None = None
+    group: Group | None = Field(
+        None, description="document: the best chunk of each of limit documents, with `more`"
+    )
     source: str | None = Field(None, max_length=500, description="a path pattern (.gitignore)")
     section: str | None = Field(None, max_length=500, description="section path prefix")
     # A URL must fit the server's request line (h11: 16 KiB, all parameters at their most,

