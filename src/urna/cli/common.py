@@ -242,6 +242,13 @@ QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
         default=None,
         help="document: the best chunk of each of k documents, with how many more matched.",
     ),
+    "facets": click.option(
+        "--facets",
+        default=None,
+        metavar="FIELD,...",
+        help="Count the values of these fields (and folder, source, section) among what "
+        "matched: every matching chunk in text mode, the candidate pool in vector and hybrid.",
+    ),
     "source": click.option(
         "--source",
         default=None,

@@ -104,8 +104,19 @@ def render(result: SearchResult, query: str, elapsed_ms: float) -> str:
         )
     n = len(result.hits)
     counts = f"{n} result(s)" + (f", {weaker} weaker" if weaker else "")
+    if result.facets is not None:
+        blocks.append(facet_lines(result.facets))
     blocks.append(f"({counts}, {result.mode}, {elapsed_ms:.0f} ms)")
     return "\n\n".join(blocks)
+
+
+def facet_lines(facets: dict[str, Any]) -> str:
+    """``field: value (count) · ...`` a line each, under what was counted."""
+    lines = [_style(f"Facets, over {facets['over']} ({facets['chunks']} chunks):", dim=True)]
+    for name, values in facets["fields"].items():
+        shown = " · ".join(f"{v['value']} ({v['count']})" for v in values) or "(none)"
+        lines.append(f"  {name}: {shown}")
+    return "\n".join(lines)
 
 
 def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
@@ -134,7 +145,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @file_argument
 @click.argument("query")
 @hits_option("limit", "-n", "Hits to return (-n, fluree's name, also works).")
-@query_options("mode", "fusion", "model_path", "group", *FILTERS)
+@query_options("mode", "fusion", "model_path", "group", "facets", *FILTERS)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
 def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
     """Search a file, a collection or a library corpus (-l NAME) and read the answers: each

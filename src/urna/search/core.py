@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.tokenize import query_tokenizer_for, tokenize_query
 from urna.search.complete import filler
+from urna.search.facets import check_facets, facets_of, shaped
 from urna.search.fanout import Fanout
 from urna.search.filters import Filter
 from urna.search.grouping import grouped
@@ -49,7 +51,7 @@ from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
 from urna.search.syntax import read_query
-from urna.search.text import has_words, rank, route
+from urna.search.text import Ranked, has_words, rank, route
 from urna.search.words import TextRule
 
 # Up to this many chunks a collection's BM25 scores go into one array, topped once, from
@@ -194,6 +196,7 @@ class Searcher(Fanout):
         if not has_words(text):  # "?!...": nothing for either method to go on
             raise QueryError(f"empty query: {text.strip()[:40]!r} has no letters or digits")
         fusion = self.fusion.choose(query.fusion)
+        check_facets(query.facets, self.schema())
         given = query.embedder
 
         def gated() -> Embedder:
@@ -230,6 +233,7 @@ class Searcher(Fanout):
             source_of=self.source_uris,
             vectors=self.embeddings,
             fill=filler(self, terms),
+            pool=bool(query.facets),
         )
         spec = HitSpec(index_type, ranked.score_type, terms=terms, ranks=ranked.ranks)
         hits = self.make_hits(ranked.ordinals, ranked.scores, spec)
@@ -246,7 +250,22 @@ class Searcher(Fanout):
             note=chosen.note,
             recall_note=None if exact else FUSED_NOTE,
             terms=terms,
+            facets=self._facets(tuple(query.facets), ranked, terms, kept) if query.facets else None,
         )
+
+    def _facets(
+        self, names: tuple[str, ...], ranked: Ranked, terms: list[str], kept: Filter | None
+    ) -> dict[str, Any]:
+        """Value counts over every matching chunk (text), or the candidate pool."""
+        if ranked.pool is None:
+            matching = self.text_top(terms, self.live, kept, self.remote).ordinals
+            over = "every matching chunk"
+        else:
+            matching, over = ranked.pool, "the ranked candidate pool"
+        counts = facets_of(
+            names, matching, self.offsets, lambda s, n, at: self.shards[s].facet_counts(n, at)
+        )
+        return shaped(counts, names, over, len(matching))
 
     # --- each method's candidates, merged ----------------------------------------
 

@@ -44,6 +44,7 @@ from urna.index.rowscore import row_scores
 from urna.index.topk import top_k
 from urna.search.cite import Citation, check_source, extractors_of, parse_citation, roots_of
 from urna.search.derived import audit_derived
+from urna.search.facets import Counts
 from urna.search.filters import Filter, FilterIndex
 from urna.search.hits import HitMaker
 from urna.search.info import FileView
@@ -159,6 +160,9 @@ class FileShard(FileView):
         if self._dead is None:
             return allowed
         return self._live if allowed is None else allowed[~self._dead[allowed]]
+
+    def facet_counts(self, names: Sequence[str], ordinals: np.ndarray) -> Counts:
+        return {name: self._columns.counts(name, ordinals) for name in names}
 
     def count(self, kept: Filter | None) -> int:
         allowed = self.filtered(kept)

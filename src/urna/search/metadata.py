@@ -4,6 +4,8 @@ and ``page`` (where the source is paged); each condition becomes a mask over the
 
 from __future__ import annotations
 
+import posixpath
+from collections import Counter
 from functools import cached_property
 from typing import Any
 
@@ -54,6 +56,30 @@ class FieldColumns:
                     kinds = out.setdefault(name, {})
                     kind = type_of(value)
                     kinds[kind] = kinds.get(kind, 0) + count
+        return out
+
+    def counts(self, name: str, ordinals: np.ndarray) -> Counter[Any]:
+        """How many of these chunks hold each value of field ``name`` (a list field counts
+        each of its values; ``folder`` is the source's folder)."""
+        if name in ("source", "folder", "section"):
+            values = (
+                self._store.source_uris_of(ordinals)
+                if name != "section"
+                else [self._store.section_paths[i] for i in ordinals.tolist()]
+            )
+            if name == "folder":
+                values = [posixpath.dirname(v.partition("#")[0]) or "." for v in values]
+            return Counter(v for v in values if v)
+        out: Counter[Any] = Counter()
+        if self._fields is None or not len(ordinals):
+            return out
+        of_chunk = np.asarray(self._fields.of_chunk)[ordinals]
+        per_record = np.bincount(of_chunk, minlength=len(self._fields.records))
+        for record, n in zip(self._fields.records, per_record.tolist(), strict=True):
+            if n and name in record:
+                value = record[name]
+                for v in value if isinstance(value, list) else [value]:
+                    out[v] += n
         return out
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from urna.format.catalog import CATALOG
+from urna.search.metadata import BUILT_IN
 from urna.search.protocol import Searchable
 
 SAMPLED = 2000  # chunks whose section titles are read
@@ -51,6 +52,14 @@ def overview(name: str, corpus: Searchable) -> dict[str, Any]:
         "model": corpus.model,
         "built": known["built"],
         "examples": known["examples"],
+        # The fields a search can count and filter by, format first (the page's facets).
+        "fields": [
+            {"name": name, "types": sorted(kinds)}
+            for name, kinds in sorted(
+                corpus.fields().items(), key=lambda f: (f[0] != "format", f[0])
+            )
+            if name not in BUILT_IN
+        ],
     }
 
 

@@ -49,6 +49,7 @@ class Query:
     model_path: str | os.PathLike[str] | None = None
     embedder: Embedder | None = field(default=None, compare=False)
     group: str | None = None  # "document": the best chunk of each of k documents
+    facets: tuple[str, ...] | str = ()  # fields whose values are counted among what matched
 
     def __post_init__(self) -> None:
         """Every knob checked here, once, whichever shell built the query."""
@@ -70,6 +71,13 @@ class Query:
             raise QueryError(f"invalid hops: {self.hops}")
         if self.method != "text" and self.vector is None:
             raise QueryError(f"method {self.method} needs a query vector")
+        if self.facets is None:
+            object.__setattr__(self, "facets", ())
+        if isinstance(self.facets, str):
+            object.__setattr__(self, "facets", tuple(f for f in self.facets.split(",") if f))
+        if not all(isinstance(f, str) and f for f in self.facets):
+            raise QueryError("invalid facets: expected field names")
+        object.__setattr__(self, "facets", tuple(dict.fromkeys(self.facets)))
         if self.group not in (None, *GROUPS):
             raise QueryError(f"invalid group {self.group!r}: expected one of {', '.join(GROUPS)}")
         if self.method == "space" and (not isinstance(self.space, str) or not self.space):

@@ -83,6 +83,7 @@ class SearchResult:
     space: str | None = None
     recall_note: str | None = None
     terms: list[str] = field(default_factory=list)  # the text query's terms, as BM25 reads them
+    facets: dict[str, Any] | None = None  # value counts among what matched (``facets.py``)
 
     @property
     def k_returned(self) -> int:
@@ -107,6 +108,7 @@ class SearchResult:
             **({"candidates": self.candidates} if self.candidates else {}),
             **({"note": self.note} if self.note else {}),
             "terms": self.terms,
+            **({"facets": self.facets} if self.facets is not None else {}),
             "hits": [h.to_dict() for h in self.hits],
         }
 

@@ -19,6 +19,7 @@ from urna.format.audit import AuditReport
 from urna.format.chunks import Chunk
 from urna.format.fusion import FusionParams
 from urna.index.bm25_global import TermStats
+from urna.search.facets import Counts
 from urna.search.filters import Filter
 from urna.search.result import Hit
 from urna.search.where import Schema
@@ -110,6 +111,8 @@ class Shard(Protocol):
     def schema(self) -> Schema: ...
 
     def count(self, kept: Filter | None) -> int: ...
+
+    def facet_counts(self, names: Sequence[str], ordinals: np.ndarray) -> Counts: ...
 
     def vector_top(self, q: np.ndarray, depth: int, kept: Filter | None) -> Pair: ...
 

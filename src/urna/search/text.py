@@ -28,6 +28,7 @@ class Ranked:
     ranks: list[dict[str, dict[str, float]]]
     query_tokens: list[str] = field(default_factory=list)
     candidates: dict[str, int] = field(default_factory=dict)
+    pool: np.ndarray | None = None  # every candidate ranked before the cut to k
 
 
 @dataclass(frozen=True)
@@ -95,22 +96,29 @@ def rank(
     source_of: SourceOf | None = None,
     vectors: Vectors | None = None,
     fill: Fill | None = None,
+    pool: bool = False,
 ) -> Ranked:
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
     whatever they search: one file, a filtered part of it, or every shard of a collection.
     With ``vectors`` and a file that records feedback, hybrid runs its vector side again
     from the fused first pass (``search/feedback.py``). With ``fill`` and a file that records
-    complete scores, each candidate is fused with both methods' scores (``search/fusion.py``)."""
+    complete scores, each candidate is fused with both methods' scores (``search/fusion.py``).
+    With ``pool``, the result keeps every candidate ranked before the cut to k (vector mode
+    then ranks as many as hybrid would)."""
     vector = None
     if route.embedder is not None:
         q = prepare(route.embedder.embed([text])[0], dim)
-        vector = vector_top(q, k if route.mode == "vector" else candidates or default_candidates(k))
+        wide = candidates or default_candidates(k)
+        vector = vector_top(q, max(k, wide) if pool or route.mode != "vector" else k)
     if route.mode == "vector":
         assert vector is not None
-        idx, scores = vector
+        idx, scores = vector[0][:k], vector[1][:k]
         ranks = _method_ranks("vector", scores)
-        return Ranked("vector", "cosine", idx, scores, ranks, candidates={"vector": len(idx)})
+        kept = vector[0] if pool else None
+        return Ranked(
+            "vector", "cosine", idx, scores, ranks, candidates={"vector": len(idx)}, pool=kept
+        )
     assert text_top is not None
     if route.mode == "text":
         hits = text_top(text, k)
@@ -152,6 +160,7 @@ def rank(
         moved = rocchio(q, vectors(best), params.feedback_weight)
         vector = vector_top(moved, depth)
         fused = fused_with(moved, vector)
+    everything = np.array([f.ordinal for f in fused], dtype=np.int64) if pool else None
     fused = fused[:k]
     return Ranked(
         "hybrid",
@@ -161,4 +170,5 @@ def rank(
         [f.ranks for f in fused],
         hits.query_tokens,
         {"vector": len(vector[0]), "text": len(hits.ordinals)},
+        everything,
     )

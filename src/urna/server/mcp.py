@@ -53,6 +53,10 @@ GROUP = (
     "document: one hit per document (its best passage), limit documents deep, each saying "
     "how many more of its passages matched"
 )
+FACETS = (
+    "Fields whose values to count among what matched (metadata fields, or folder, source, "
+    "section): the answer's facets say how many chunks hold each value"
+)
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
     "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
@@ -238,6 +242,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         where: Annotated[dict[str, Any] | None, Field(description=WHERE)] = None,
         at: Annotated[str | None, Field(max_length=100, description=AT)] = None,
         group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
+        facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
@@ -245,6 +250,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
             k=limit,
             mode=mode,
             group=group,
+            facets=tuple(facets or ()),
             source=source or None,
             section=section or None,
             where=where,

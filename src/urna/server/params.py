@@ -22,6 +22,9 @@ class SearchParams(BaseModel):
     mode: Mode = "auto"
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     fusion: Fusion | None = None
+    facets: str | None = Field(
+        None, max_length=500, description="fields to count values of, comma-separated"
+    )
     group: Group | None = Field(
         None, description="document: the best chunk of each of limit documents, with `more`"
     )

@@ -35,6 +35,7 @@ from urna.format.reader import Verify
 from urna.index.bm25_global import TermStats
 from urna.search.collection import Collection
 from urna.search.corpus import open_shard
+from urna.search.facets import Counts
 from urna.search.fileshard import FileShard
 from urna.search.filters import Filter
 from urna.search.opening import shard_path
@@ -126,6 +127,9 @@ class ShardServer:
 
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         return self.shard.make_hits(idx, scores, spec)
+
+    def facet_counts(self, names: Sequence[str], ordinals: np.ndarray) -> Counts:
+        return self.shard.facet_counts(names, ordinals)
 
     def source_uris(self, idx: np.ndarray) -> list[str]:
         return self.shard.source_uris(idx)
@@ -219,6 +223,10 @@ class RemoteShard:
         result: Pair = self._handle.scores_at.remote(
             q, list(tokens), stats, rows, self._dead
         ).result()
+        return result
+
+    def facet_counts(self, names: Sequence[str], ordinals: np.ndarray) -> Counts:
+        result: Counts = self._handle.facet_counts.remote(list(names), ordinals).result()
         return result
 
     def make_hits(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:

@@ -54,6 +54,7 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             mode=params.mode,
             fusion=params.fusion,
             group=params.group,
+            facets=params.facets,
             source=params.source or None,
             section=params.section or None,
             where=params.where,
