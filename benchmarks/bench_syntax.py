@@ -1,6 +1,9 @@
 """What the query language costs: text-mode latency at 100,000 chunks for a plain query and
 the same words with a phrase, an exclusion, a required word and a field, against the plain
-query (the parse included), and the parse alone.
+query (the parse included), and the parse alone; and what typo tolerance costs: the same
+queries with one word mistyped, tolerance on and off, and one look-up in a vocabulary of
+1,000,000 terms (what a corpus of about a million chunks holds), against numpy's peer-less
+floor of a dictionary miss.
 
     python benchmarks/bench_syntax.py [--n 100000] [--queries 30]
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import tempfile
 import time
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import urna
+from typo_robustness import SEED, mistype
 from urna import Query
 from urna.index.tokenize import tokenize
 from urna.search.syntax import parse_query
@@ -70,14 +75,14 @@ FORMS = {
 }
 
 
-def timed(corpus: urna.Corpus, texts: list[str]) -> tuple[float, float]:
+def timed(corpus: urna.Corpus, texts: list[str], typos: bool = True) -> tuple[float, float]:
     """Mean ms of each query's first run and of its run again right after (its filter
     kept)."""
     first = again = 0.0
     for text in texts:
         for n in range(2):
             t0 = time.perf_counter()
-            corpus.run(Query(text=text, k=10, mode="text"))
+            corpus.run(Query(text=text, k=10, mode="text", typos=typos))
             took = time.perf_counter() - t0
             first, again = (first + took, again) if n == 0 else (first, again + took)
     return first / len(texts) * 1000, again / len(texts) * 1000
@@ -116,6 +121,38 @@ def main() -> None:
                 texts = [form(w) for w in words]
                 first, again = timed(corpus, texts)
                 print(f"| {name} | {first:.2f} | {again:.2f} | {again / base:.2f} |")
+            rng_typo = random.Random(SEED)
+            typed = [mistype(text, rng_typo) for text in plain]
+            for label, typos in (("typo'd, tolerance off", False), ("typo'd, tolerance on", True)):
+                first, again = timed(corpus, typed, typos=typos)
+                print(f"| {label} | {first:.2f} | {again:.2f} | {again / base:.2f} |")
+        lookup_ms = million_lookup()
+        print(f"one typo look-up in 1,000,000 terms: {lookup_ms:.1f} ms")
+
+
+def million_lookup() -> float:
+    """The nearest-word look-up over a vocabulary of 1,000,000 stems (SciFact's words and
+    made-up ones of the same lengths), the mean of 20 misspelt words."""
+    from urna.search.typos import Vocabulary
+
+    rng = np.random.default_rng(2)
+    real = sorted({w for s in sentences(20_000) for w in re.findall(r"[a-z]{3,}", s.lower())})
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    made = {"".join(rng.choice(letters, int(n))) for n in rng.integers(4, 12, 1_000_000)}
+    terms = sorted(set(real) | made)[:1_000_000]
+
+    class Index:  # what Vocabulary reads of a BM25 index
+        def __init__(self) -> None:
+            self.term_index = {t: i for i, t in enumerate(terms)}
+            self.indptr = np.arange(len(terms) + 1)
+
+    vocabulary = Vocabulary([Index()])  # type: ignore[list-item]
+    vocabulary.nearest("warmup", "warmup")  # the sorted list, made once
+    probes = [mistype(w, random.Random(i)) for i, w in enumerate(real[:: max(1, len(real) // 20)])]
+    t0 = time.perf_counter()
+    for word in probes:
+        vocabulary.nearest(word, word)
+    return (time.perf_counter() - t0) / len(probes) * 1000
 
 
 if __name__ == "__main__":

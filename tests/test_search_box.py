@@ -250,3 +250,17 @@ def test_facet_counts_equal_a_count_of_every_matching_chunk(
         assert pooled == hybrid.facets["chunks"] >= len(hybrid.hits)
         with pytest.raises(QueryError, match="unknown facet field 'colour'"):
             corpus.run(Query(text=text, mode="text", facets="colour"))
+
+
+def test_a_typo_is_read_as_the_word_the_corpus_holds(built: dict[str, Path]) -> None:
+    with urna.open(built["file"]) as corpus:
+        right = corpus.run(Query(text="colony split", k=5, mode="text"))
+        typed = corpus.run(Query(text="colonny split", k=5, mode="text"))
+        assert [h.chunk_id for h in typed.hits] == [h.chunk_id for h in right.hits]
+        assert "typos read: colonni as coloni" in typed.note
+        as_typed = corpus.run(Query(text="colonny split", k=5, mode="text", typos=False))
+        assert as_typed.terms == ["colonni", "split"] and "typos" not in as_typed.note
+        # Never inside a phrase, never a word with digits, never a word under 5 letters.
+        assert corpus.run(Query(text='"colonny split" bees', k=5, mode="text")).hits == []
+        assert corpus.run(Query(text="c0lony split", k=5, mode="text")).terms[0] == "c0loni"
+        assert corpus.run(Query(text="hivv split", k=5, mode="text")).terms[0] == "hivv"

@@ -242,6 +242,13 @@ QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
         default=None,
         help="document: the best chunk of each of k documents, with how many more matched.",
     ),
+    "typos": click.option(
+        "--typos/--no-typos",
+        default=True,
+        show_default=True,
+        help="Read a word the corpus does not hold as its nearest word (1 edit from 5 "
+        "letters, 2 from 9), in the text method.",
+    ),
     "facets": click.option(
         "--facets",
         default=None,

@@ -50,6 +50,7 @@ class Query:
     embedder: Embedder | None = field(default=None, compare=False)
     group: str | None = None  # "document": the best chunk of each of k documents
     facets: tuple[str, ...] | str = ()  # fields whose values are counted among what matched
+    typos: bool = True  # a word the corpus does not hold read as its nearest (``typos.py``)
 
     def __post_init__(self) -> None:
         """Every knob checked here, once, whichever shell built the query."""

@@ -110,7 +110,10 @@ def rank(
     if route.embedder is not None:
         q = prepare(route.embedder.embed([text])[0], dim)
         wide = candidates or default_candidates(k)
-        vector = vector_top(q, max(k, wide) if pool or route.mode != "vector" else k)
+        if route.mode != "vector":
+            vector = vector_top(q, wide)
+        else:  # vector alone: k, or as many as hybrid would when the pool is kept
+            vector = vector_top(q, max(k, wide) if pool else k)
     if route.mode == "vector":
         assert vector is not None
         idx, scores = vector[0][:k], vector[1][:k]

@@ -57,6 +57,7 @@ FACETS = (
     "Fields whose values to count among what matched (metadata fields, or folder, source, "
     "section): the answer's facets say how many chunks hold each value"
 )
+TYPOS = "Read a word the corpus does not hold as its nearest word (false: as typed)"
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
     "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
@@ -243,6 +244,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         at: Annotated[str | None, Field(max_length=100, description=AT)] = None,
         group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
         facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
+        typos: Annotated[bool, Field(description=TYPOS)] = True,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
@@ -251,6 +253,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
             mode=mode,
             group=group,
             facets=tuple(facets or ()),
+            typos=typos,
             source=source or None,
             section=section or None,
             where=where,

@@ -25,6 +25,7 @@ class SearchParams(BaseModel):
     facets: str | None = Field(
         None, max_length=500, description="fields to count values of, comma-separated"
     )
+    typos: bool = Field(True, description="read a word the corpus lacks as its nearest word")
     group: Group | None = Field(
         None, description="document: the best chunk of each of limit documents, with `more`"
     )

@@ -55,6 +55,7 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             fusion=params.fusion,
             group=params.group,
             facets=params.facets,
+            typos=params.typos,
             source=params.source or None,
             section=params.section or None,
             where=params.where,
