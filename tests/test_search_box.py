@@ -7,6 +7,7 @@ where the ungrouped ranking put it, and how many more of its chunks matched."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from dataclasses import replace
@@ -264,3 +265,66 @@ def test_a_typo_is_read_as_the_word_the_corpus_holds(built: dict[str, Path]) -> 
         assert corpus.run(Query(text='"colonny split" bees', k=5, mode="text")).hits == []
         assert corpus.run(Query(text="c0lony split", k=5, mode="text")).terms[0] == "c0loni"
         assert corpus.run(Query(text="hivv split", k=5, mode="text")).terms[0] == "hivv"
+
+
+def test_two_corpora_answer_as_one_collection_of_both(tmp_path: Path) -> None:
+    """Two files of one model searched as one give the ids, order and scores of one
+    collection built from both sources, in every mode, filtered or not."""
+    from urna.search.several import Several
+
+    rng = random.Random(5)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for i in range(12):
+            words = " ".join(rng.choice(WORDS) for _ in range(14))
+            (tmp_path / name / f"{name}{i:02d}.md").write_text(
+                f"---\nyear: {2018 + i % 4}\n---\n# {name} {i}\n\n{words}.\n"
+            )
+    vectors = StoredVectors()
+    files = {}
+    for name in ("a", "b"):
+        files[name] = tmp_path / f"{name}.urna"
+        build_file(spec_from_args([tmp_path / name], files[name]), embedder=vectors)
+    both = tmp_path / "both"
+    build_folder(spec_from_args([tmp_path / "a", tmp_path / "b"], both), shards=3, embedder=vectors)
+    opened = {name: urna.open(path) for name, path in files.items()}
+    try:
+        several = Several(opened)
+        with urna.open(both) as one:
+            for mode in ("text", "vector", "hybrid"):
+                for text in ("queen cells swarm", "honey -winter", "sugar year:>=2020"):
+                    asked = Query(text=text, k=7, mode=mode, embedder=vectors)
+                    got, want = several.run(asked).hits, one.run(asked).hits
+                    assert [h.chunk_id for h in got] == [h.chunk_id for h in want], (mode, text)
+                    assert all(
+                        abs(a.score - b.score) <= 1e-6 for a, b in zip(got, want, strict=True)
+                    )
+                    assert all(h.corpus == h.source_uri.split("/")[0] for h in got)
+        home = tmp_path / "home"
+        home.mkdir()
+        for name, path in files.items():
+            (home / f"{name}.urna").write_bytes(path.read_bytes())
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("URNA_HOME", str(home))
+            found = run("find", "-l", "a", "-l", "b", "queen cells", "--mode", "text", "--json")
+            assert found.exit_code == 0, found.stderr
+            named = json.loads(found.stdout)
+            with urna.open(both) as one:
+                want = one.run(Query(text="queen cells", k=10, mode="text")).hits
+            assert [h["chunk"] for h in named] == [h.chunk_id for h in want]
+            assert {h["corpus"] for h in named} <= {"a", "b"}
+            assert_error(run("stats", "-l", "a,b"), "", code=2)
+        other = tmp_path / "other.urna"
+        build_file(spec_from_args([tmp_path / "b"], other), embedder=OtherVectors())
+        with urna.open(other) as elsewhere, pytest.raises(QueryError, match="different models"):
+            Several({"a": opened["a"], "other": elsewhere})
+    finally:
+        for corpus in opened.values():
+            corpus.close()
+
+
+class OtherVectors(StoredVectors):
+    """Another model: another model_hash, so its vectors never mix with StoredVectors'."""
+
+    name = "test/other-vectors"
+    model_hash = "sha256:" + "cd" * 32

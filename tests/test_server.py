@@ -261,6 +261,13 @@ def test_v1_search_speaks_the_query_language_and_groups(served: Server) -> None:
     assert all("pdf" not in h["text"].lower() for h in body["hits"])
     status, body = served.get("/v1/search?" + q({"db": "guide", "q": "bees colour:red"}))
     assert status == 400 and "unknown field 'colour'" in body["error"]["message"]
+    # Two databases as one: one ranking, each hit naming its database.
+    status, body = served.get(
+        "/v1/search?" + q({"db": "guide,plain", "q": "citations", "mode": "vector"})
+    )
+    assert status == 200 and {h["corpus"] for h in body["hits"]} == {"guide", "plain"}
+    status, body = served.get("/v1/search?" + q({"db": "guide,plain", "q": "x", "at": "abc"}))
+    assert status == 400
 
 
 def test_v1_source_serves_the_cited_file_from_its_recorded_root(served: Server) -> None:

@@ -22,6 +22,7 @@ from urna.format.fusion import FUSIONS
 from urna.search.protocol import Searchable
 from urna.search.request import GROUPS, MODES
 from urna.search.result import SearchResult
+from urna.search.several import Several
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,10 +38,34 @@ def print_result(result: SearchResult, as_json: bool) -> None:
 
 
 def open_corpus(path: str) -> Searchable:
-    """The verb's FILE, at the version ``--at`` names (collections keep their versions)."""
+    """The verb's FILE, at the version ``--at`` names (collections keep their versions); or,
+    for a search verb given ``-l a -l b``, those corpora searched as one."""
+    if path.startswith(SEVERAL):
+        return SeveralOpen(path.removeprefix(SEVERAL).split(","))  # type: ignore[return-value]
     ctx = click.get_current_context(silent=True)
     at = ctx.meta.get(AT_KEY) if ctx is not None else None
     return urna.open(path, at=at) if at else urna.open(path)
+
+
+SEVERAL = "urna-several:"  # FILE when a search verb names several library corpora
+SEARCH_VERBS = ("find", "search-text")
+
+
+class SeveralOpen(Several):
+    """Several library corpora, opened for one command and closed after it."""
+
+    def __init__(self, names: list[str]) -> None:
+        if click.get_current_context().meta.get(AT_KEY):
+            raise QueryError("--at applies to one corpus, not several")
+        self._opened = {name: urna.open(library.resolve(name)) for name in names}
+        super().__init__(self._opened)
+
+    def __enter__(self) -> SeveralOpen:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for corpus in self._opened.values():
+            corpus.close()
 
 
 AT_KEY = "urna.at"
@@ -58,22 +83,29 @@ class FileCommand(click.Command):
     in the library instead, anywhere on the line, and stands in for that argument."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        name, rest = _take_library(self, list(args))
-        if name is not None:
-            rest = [str(library.resolve(name)), *rest]
+        names, rest = _take_library(self, list(args))
+        if len(names) > 1 and self.name not in SEARCH_VERBS:
+            raise click.UsageError("give -l NAME once (only find and search-text take several)")
+        if len(names) > 1:
+            for name in names:
+                library.resolve(name)  # each must exist: say which does not
+            rest = [SEVERAL + ",".join(names), *rest]
+        elif names:
+            rest = [str(library.resolve(names[0])), *rest]
         return super().parse_args(ctx, rest)
 
 
-def _take_library(command: click.Command, args: list[str]) -> tuple[str | None, list[str]]:
+def _take_library(command: click.Command, args: list[str]) -> tuple[list[str], list[str]]:
     """Remove ``-l NAME`` / ``--library NAME`` / ``--library=NAME`` / ``-lNAME`` from ``args``
-    (not a value of another option, not after ``--``), returning NAME."""
+    (not a value of another option, not after ``--``), returning the NAMEs (``a,b`` is two)."""
     takes_value = {
         opt
         for p in command.params
         if isinstance(p, click.Option) and not p.is_flag and p.name != "library"
         for opt in p.opts
     }
-    name, rest, i = None, [], 0
+    names: list[str] = []
+    rest, i = [], 0
     while i < len(args):
         token = args[i]
         if token == "--":
@@ -94,10 +126,8 @@ def _take_library(command: click.Command, args: list[str]) -> tuple[str | None, 
                 i += 1
             i += 1
             continue
-        if name is not None:
-            raise click.UsageError("give -l NAME once")
-        name = given
-    return name, rest
+        names.extend(given.split(","))  # an empty name is refused by name, as any bad one
+    return names, rest
 
 
 def file_command(name: str | None = None) -> Callable[[F], click.Command]:

@@ -75,7 +75,8 @@ def hit_snippet(hit: Hit, terms: list[str]) -> str:
 
 
 def _block(h: Hit, terms: list[str], fused: bool) -> str:
-    head = f"{h.rank}. {_style(f'{h.score:.3f}', bold=True)} {_style(h.source_uri, bold=True)}"
+    where = f"{h.corpus}: {h.source_uri}" if h.corpus else h.source_uri
+    head = f"{h.rank}. {_style(f'{h.score:.3f}', bold=True)} {_style(where, bold=True)}"
     if h.section_path:
         head += f" {short_path(h.section_path)}"
     if fused:
@@ -138,6 +139,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
         "page": hit.page,
         "snippet": snippet(plain(hit.text, hit.source_uri), terms),
         **({"more": hit.more} if hit.more is not None else {}),
+        **({"corpus": hit.corpus} if hit.corpus is not None else {}),
     }
 
 

@@ -46,6 +46,7 @@ class Hit:
     precision: str = ""  # which stored precision scored the hit, on reranked paths
     metadata: dict[str, Any] = field(default_factory=dict)  # the chunk's stored fields
     more: int | None = None  # grouped by document: its other chunks that matched
+    corpus: str | None = None  # several corpora searched as one: the hit's
 
     def to_dict(self) -> dict[str, Any]:
         """The hit's wire shape: every field, always, in this order."""
@@ -62,6 +63,7 @@ class Hit:
             "reranked": self.reranked,
             "precision": self.precision,
             **({"more": self.more} if self.more is not None else {}),
+            **({"corpus": self.corpus} if self.corpus is not None else {}),
         }
 
 

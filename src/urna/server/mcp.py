@@ -21,6 +21,7 @@ from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
 from urna.search.request import Query, query_from
 from urna.search.result import chunk_record
+from urna.search.several import Several
 from urna.server.databases import Databases, database_record
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 from urna.version import __version__
@@ -56,6 +57,10 @@ GROUP = (
 FACETS = (
     "Fields whose values to count among what matched (metadata fields, or folder, source, "
     "section): the answer's facets say how many chunks hold each value"
+)
+CORPORA = (
+    "Several corpora searched as one (the same model): one ranking, each hit naming its "
+    "corpus; in place of corpus"
 )
 TYPOS = "Read a word the corpus does not hold as its nearest word (false: as typed)"
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
@@ -127,6 +132,12 @@ class Tools:
     def search(self, corpus: str | None, query: Query, at: str | None = None) -> dict[str, Any]:
         if not (query.text or "").strip():
             raise UrnaError("the query is empty")
+        names = [n for n in (corpus or "").split(",") if n]
+        if len(names) > 1:  # several corpora as one: each hit names its own
+            if at:
+                raise UrnaError("at applies to one corpus, not several")
+            several = Several({n: self.corpus(n)[1] for n in names})
+            return {"corpora": names, **several.run(query).to_dict()}
         name, searchable = self.corpus(corpus)
         if at:
             searchable = self.dbs.at(name, at)
@@ -245,6 +256,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
         facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
         typos: Annotated[bool, Field(description=TYPOS)] = True,
+        corpora: Annotated[list[str] | None, Field(max_length=16, description=CORPORA)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
         asked = query_from(
@@ -258,7 +270,8 @@ def create_mcp(dbs: Databases) -> MCPServer:
             section=section or None,
             where=where,
         )
-        return await _run(lambda: tools.search(corpus, asked, at or None), dbs.public)
+        named = ",".join(corpora) if corpora else corpus
+        return await _run(lambda: tools.search(named, asked, at or None), dbs.public)
 
     @server.tool(description=CITE, annotations=readonly)
     async def cite(

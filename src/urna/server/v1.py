@@ -17,6 +17,7 @@ from urna.search.overview import overview
 from urna.search.protocol import Searchable
 from urna.search.request import query_from
 from urna.search.result import chunk_record
+from urna.search.several import Several
 from urna.search.strength import strong_count
 from urna.server.databases import Databases, database_record
 from urna.server.errors import ERROR_RESPONSES, GUARDED_RESPONSES, ApiError
@@ -45,7 +46,12 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
     def answer(params: SearchParams) -> dict[str, Any]:
         if not params.q.strip():
             raise ApiError(400, "bad_query", "q is empty")
-        corpus = corpus_of(params.db)
+        names = [n for n in params.db.split(",") if n]
+        if len(names) > 1 and params.at:
+            raise ApiError(400, "bad_query", "at applies to one database, not several")
+        corpus: Searchable | Several = (
+            Several({n: corpus_of(n) for n in names}) if len(names) > 1 else corpus_of(params.db)
+        )
         if params.at:
             corpus = dbs.at(params.db, params.at)
         asked = query_from(
