@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -328,3 +329,26 @@ class OtherVectors(StoredVectors):
 
     name = "test/other-vectors"
     model_hash = "sha256:" + "cd" * 32
+
+
+def test_highlights_mark_exactly_the_words_that_read_as_the_terms(built: dict[str, Path]) -> None:
+    with urna.open(built["collection"]) as corpus:
+        result = corpus.run(Query(text="swarming queens sugar syrups", k=8, mode="text"))
+    terms = set(result.terms)
+    assert result.hits
+    for hit in result.hits:
+        data = hit.text.encode("utf-8")
+        expected = []
+        for match in re.finditer(r"\w+", hit.text):
+            if terms & set(tokenize(match.group(0))):
+                start = len(hit.text[: match.start()].encode("utf-8"))
+                expected.append([start, start + len(match.group(0).encode("utf-8"))])
+        assert hit.highlights == expected
+        assert all(data[a:b].decode() for a, b in hit.highlights)
+    vector = corpus_vector_hits(built)
+    assert all(h.highlights is None for h in vector)
+
+
+def corpus_vector_hits(built: dict[str, Path]) -> list[Any]:
+    with urna.open(built["file"]) as corpus:
+        return corpus.run(Query(method="exact", vector=[0.5] * 8, k=3)).hits

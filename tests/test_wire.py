@@ -25,7 +25,8 @@ GOLDEN = Path(__file__).parent / "golden"
 HIT_KEYS = [  # the wire shape of a hit, in order (src/urna/search/result.py)
     "rank", "score", "score_type", "ranks", "chunk_id", "citation_id", "source_uri",
     "byte_start", "byte_end", "section_path", "page", "source_ordinal", "ordinal", "text",
-    "file_hash", "content_hash", "metadata", "snippet", "model", "index_type", "reranked",
+    "file_hash", "content_hash", "metadata", "snippet", "highlights", "model", "index_type",
+    "reranked",
     "precision",
 ]  # fmt: skip
 N = 400  # 4 of them (1%) live in rare/*.md

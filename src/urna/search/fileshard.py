@@ -73,7 +73,7 @@ class FileShard(FileView):
         self._store = ChunkStore(container)
         self._columns = FieldColumns(self._store, container.chunk_fields)
         self._filters = FilterIndex(self._columns, words_of(self._store, self._bm25))
-        self.hit_maker = HitMaker(self._store, self._columns, self.model, lambda: self._c.file_hash)
+        self.hit_maker = HitMaker.of(self._store, self._columns, self.model, self._c, self._bm25)
         self._scorer: GlobalScorer | None = None
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals

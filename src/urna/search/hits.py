@@ -3,26 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from urna.format.chunks import ChunkStore
+from urna.search.highlights import highlights
 from urna.search.metadata import FieldColumns
 from urna.search.result import Hit
 from urna.search.shard import HitSpec
 from urna.search.snippet import plain, snippet
+from urna.search.words import document_tokenizer
 
 
 class HitMaker:
     """Turns (ordinals, scores) into hits for one file; the file's hashes are read once."""
 
     def __init__(
-        self, store: ChunkStore, columns: FieldColumns, model: str, file_hash: Callable[[], str]
+        self,
+        store: ChunkStore,
+        columns: FieldColumns,
+        model: str,
+        file_hash: Callable[[], str],
+        tokenize: Callable[[str], list[str]] | None = None,
     ) -> None:
+        self._tokenize = tokenize  # the file's BM25 tokenizer, for highlights
         self._store = store
         self._columns = columns
         self._model = model
         self._file_hash = file_hash
+
+    @classmethod
+    def of(
+        cls, store: ChunkStore, columns: FieldColumns, model: str, file: Any, bm25: Any
+    ) -> HitMaker:
+        """The maker of one open file (``file``: its container, whose hash is read once
+        asked), marking words as its BM25 index reads them."""
+        read = document_tokenizer(bm25.tokenizer if bm25 is not None else None)
+        return cls(store, columns, model, lambda: file.file_hash, read)
 
     def __call__(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
         at = range(1, len(idx) + 1) if spec.at is None else spec.at
@@ -65,6 +83,9 @@ class HitMaker:
             source_ordinal=c.source_ordinal,
             ranks=ranks,
             snippet="" if terms is None else snippet(plain(c.text, c.source_uri), terms),
+            highlights=None
+            if terms is None or self._tokenize is None
+            else highlights(c.text, terms, self._tokenize),
             precision=spec.precision,
             metadata=self._columns.record(i),
         )

@@ -47,6 +47,7 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)  # the chunk's stored fields
     more: int | None = None  # grouped by document: its other chunks that matched
     corpus: str | None = None  # several corpora searched as one: the hit's
+    highlights: list[list[int]] | None = None  # a text query's matched words, bytes of text
 
     def to_dict(self) -> dict[str, Any]:
         """The hit's wire shape: every field, always, in this order."""
@@ -58,6 +59,7 @@ class Hit:
             **chunk_record(self, file_hash=self.file_hash, content_hash=self.content_hash),
             "metadata": self.metadata,
             "snippet": self.snippet,
+            "highlights": self.highlights or [],
             "model": self.model,
             "index_type": self.index_type,
             "reranked": self.reranked,
