@@ -2,9 +2,10 @@
 the query's terms as the file's BM25 tokenizer reads them (case, stemming and stop words
 as BM25 reads them, so ``swarming`` is marked for ``swarm``).
 
-Each word of the text (a run of letters and digits) is read by the tokenizer only when it
-starts as one of the terms does (its first three characters), so a hit costs a regular
-expression pass and a few tokenizer calls, not one per word. Ranges are ``[start, end)`` in
+One regular expression finds the words (runs of letters and digits) that start as one of
+the terms does (its first three characters); only those are read by the tokenizer, each
+distinct word once (``READ``, kept across hits), so a hit costs one pass in C and a few
+look-ups, not a Python step per word. Ranges are ``[start, end)`` in
 the UTF-8 bytes of the hit's ``text``, in order; a phrase's words are marked each.
 """
 
@@ -14,15 +15,22 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-WORD = re.compile(r"\w+", re.UNICODE)
+READ = 1 << 16  # words whose tokens are kept (a few MB at most)
 
 
 @lru_cache(maxsize=256)
 def _starts(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Whole words that start with a term's first three characters."""
     heads = sorted({t[:3] for t in terms if t})
     if not heads:
         return None
-    return re.compile("|".join(re.escape(h) for h in heads), re.IGNORECASE)
+    alternatives = "|".join(re.escape(h) for h in heads)
+    return re.compile(rf"(?<!\w)(?:{alternatives})\w*", re.IGNORECASE)
+
+
+@lru_cache(maxsize=READ)
+def _read(tokenize: Callable[[str], list[str]], word: str) -> tuple[str, ...]:
+    return tuple(tokenize(word))
 
 
 def highlights(
@@ -34,9 +42,8 @@ def highlights(
     if starts is None:
         return []
     found: list[tuple[int, int]] = []
-    for match in WORD.finditer(text):
-        word = match.group(0)
-        if starts.match(word) and any(t in wanted for t in tokenize(word)):
+    for match in starts.finditer(text):
+        if any(t in wanted for t in _read(tokenize, match.group(0))):
             found.append(match.span())
     out, at, byte = [], 0, 0
     for start, end in found:  # characters to bytes, one pass over the text
