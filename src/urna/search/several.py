@@ -65,6 +65,17 @@ class Several:
         self.names = list(corpora)
         self._searcher = Searcher(shards)
 
+    def close(self) -> None:
+        """Let go of the search core made for these corpora (their shards stay open: they
+        are the corpora's)."""
+        self._searcher.close()
+
+    def __enter__(self) -> Several:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def run(self, query: Query) -> SearchResult:
         """The query over every corpus at once, each hit naming its corpus."""
         result = self._searcher.run(query)

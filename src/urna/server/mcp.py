@@ -136,8 +136,8 @@ class Tools:
         if len(names) > 1:  # several corpora as one: each hit names its own
             if at:
                 raise UrnaError("at applies to one corpus, not several")
-            several = Several({n: self.corpus(n)[1] for n in names})
-            return {"corpora": names, **several.run(query).to_dict()}
+            with Several({n: self.corpus(n)[1] for n in names}) as several:
+                return {"corpora": names, **several.run(query).to_dict()}
         name, searchable = self.corpus(corpus)
         if at:
             searchable = self.dbs.at(name, at)

@@ -49,11 +49,6 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
         names = [n for n in params.db.split(",") if n]
         if len(names) > 1 and params.at:
             raise ApiError(400, "bad_query", "at applies to one database, not several")
-        corpus: Searchable | Several = (
-            Several({n: corpus_of(n) for n in names}) if len(names) > 1 else corpus_of(params.db)
-        )
-        if params.at:
-            corpus = dbs.at(params.db, params.at)
         asked = query_from(
             text=params.q,
             k=params.limit,
@@ -66,6 +61,13 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             section=params.section or None,
             where=params.where,
         )
+        if len(names) > 1:  # one search core over their shards, made for this request
+            with Several({n: corpus_of(n) for n in names}) as several:
+                result = several.run(asked)
+            return {"db": params.db, "strong": strong_count(result.hits), **result.to_dict()}
+        corpus = corpus_of(params.db)
+        if params.at:
+            corpus = dbs.at(params.db, params.at)
         version = {"version": corpus.version} if isinstance(corpus, Collection) else {}
         result = corpus.run(asked)
         # ``strong``: how many leading hits are strong matches (search/strength.py)
