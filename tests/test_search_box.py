@@ -315,21 +315,65 @@ def test_two_corpora_answer_as_one_collection_of_both(tmp_path: Path) -> None:
             assert [h["chunk"] for h in named] == [h.chunk_id for h in want]
             assert {h["corpus"] for h in named} <= {"a", "b"}
             assert_error(run("stats", "-l", "a,b"), "", code=2)
-        other = tmp_path / "other.urna"
-        build_file(spec_from_args([tmp_path / "b"], other), embedder=OtherVectors())
-        with urna.open(other) as elsewhere, pytest.raises(QueryError, match="different models"):
-            Several({"a": opened["a"], "other": elsewhere})
     finally:
         several.close()
         for corpus in opened.values():
             corpus.close()
 
 
-class OtherVectors(StoredVectors):
-    """Another model: another model_hash, so its vectors never mix with StoredVectors'."""
+def test_corpora_of_two_models_are_fused_by_calibrated_confidence(tmp_path: Path) -> None:
+    """Two real models (MiniLM and its static distillation): each corpus answers with its own
+    model, exactly as alone, and the hits are fused by calibrated confidence; text mode
+    stays one BM25 over both; a query vector, which fits one model, is refused."""
+    from urna.search.several import Several
 
-    name = "test/other-vectors"
-    model_hash = "sha256:" + "cd" * 32
+    rng = random.Random(8)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for i in range(10):
+            words = " ".join(rng.choice(WORDS) for _ in range(14))
+            (tmp_path / name / f"{name}{i:02d}.md").write_text(f"# {name} {i}\n\n{words}.\n")
+    files = {"a": tmp_path / "a.urna", "b": tmp_path / "b.urna"}
+    for name, model in (("a", "minilm"), ("b", "minilm-static")):
+        built = run("build", str(tmp_path / name), "-o", str(files[name]), "--model", model)
+        assert built.exit_code == 0, built.stderr
+    opened = {name: urna.open(path) for name, path in files.items()}
+    both = tmp_path / "both.urna"
+    build_file(spec_from_args([tmp_path / "a", tmp_path / "b"], both), embedder=StoredVectors())
+    try:
+        with Several(opened) as several, urna.open(both) as words:
+            for mode in ("hybrid", "vector"):
+                asked = Query(text="queen cells in the hive", k=6, mode=mode, facets="folder")
+                got = several.run(asked)
+                assert "different models" in got.note and got.recall is None
+                alone = {n: c.run(replace(asked, facets=())).hits for n, c in opened.items()}
+                for name, hits in alone.items():
+                    mine = [h for h in got.hits if h.corpus == name]
+                    assert [h.chunk_id for h in mine] == [h.chunk_id for h in hits[: len(mine)]]
+                want = sorted(
+                    (min(1.0, max(0.0, h.score)) if mode == "vector" else h.score, n, i)
+                    for n, hits in alone.items()
+                    for i, h in enumerate(hits)
+                )
+                assert [h.score for h in got.hits] == pytest.approx(
+                    sorted((w[0] for w in want), reverse=True)[:6]
+                )
+                assert [h.rank for h in got.hits] == list(range(1, 7))
+                counted = {v["value"]: v["count"] for v in got.facets["fields"]["folder"]}
+                assert sum(counted.values()) == got.facets["chunks"]
+            text = Query(text="queen cells", k=8, mode="text")
+            got_text, want_text = several.run(text).hits, words.run(text).hits
+            assert [(h.source_uri, h.text) for h in got_text] == [
+                (h.source_uri, h.text) for h in want_text
+            ]
+            assert [h.score for h in got_text] == pytest.approx([h.score for h in want_text])
+            grouped = several.run(Query(text="honey comb", k=4, group="document"))
+            assert len({h.source_uri for h in grouped.hits}) == len(grouped.hits) == 4
+            with pytest.raises(QueryError, match="fits one model"):
+                several.run(Query(vector=[1.0] * 384, method="exact"))
+    finally:
+        for corpus in opened.values():
+            corpus.close()
 
 
 def test_highlights_mark_exactly_the_words_that_read_as_the_terms(built: dict[str, Path]) -> None:
@@ -353,3 +397,18 @@ def test_highlights_mark_exactly_the_words_that_read_as_the_terms(built: dict[st
 def corpus_vector_hits(built: dict[str, Path]) -> list[Any]:
     with urna.open(built["file"]) as corpus:
         return corpus.run(Query(method="exact", vector=[0.5] * 8, k=3)).hits
+
+
+def test_the_snippet_centres_on_the_highlights_and_shows_them() -> None:
+    """Words that merely start as a term does ("beef" for "bee") do not draw the snippet;
+    the words the tokenizer reads as the term do, through Markdown markup taken out."""
+    from urna.search.highlights import highlights
+    from urna.search.snippet import around
+
+    text = "Beef stew and beef broth. " * 20 + "Our **bees** swarm; [bees](https://x.org) fly."
+    marks = highlights(text, ["bee"], tokenize)
+    shown, spans = around(text, "notes.md", marks, ["bee"])
+    assert shown.startswith("… ") and "bees swarm" in shown and "**" not in shown
+    assert [shown[a:b] for a, b in spans] == ["bees", "bees"]
+    plain, none = around(text, "notes.txt", (), ["bee"])
+    assert plain.startswith("Beef") and [plain[a:b] for a, b in none][0] == "Beef"

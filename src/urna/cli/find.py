@@ -29,7 +29,7 @@ from urna.cli.common import (
 from urna.cli.render import rank_label
 from urna.search.request import query_from
 from urna.search.result import Hit, SearchResult
-from urna.search.snippet import plain, snippet, term_pattern
+from urna.search.snippet import around
 from urna.search.strength import RULE, strong_count
 
 PATH_WIDTH = 48
@@ -66,12 +66,14 @@ def _style(text: str, **styles: Any) -> str:
 
 
 def hit_snippet(hit: Hit, terms: list[str]) -> str:
-    """The snippet, Markdown markup left out, the query's words in bold (on a terminal)."""
-    text = snippet(plain(hit.text, hit.source_uri), terms)
-    pattern = term_pattern(terms)
-    if pattern is None:
-        return text
-    return pattern.sub(lambda m: _style(m.group(0), bold=True, fg="yellow"), text)
+    """The snippet, Markdown markup left out, the words that matched in bold (on a
+    terminal): its highlights, or the words starting as the terms do (a vector hit)."""
+    text, spans = around(hit.text, hit.source_uri, hit.highlights or (), terms)
+    out, at = [], 0
+    for start, end in spans:
+        out += [text[at:start], _style(text[start:end], bold=True, fg="yellow")]
+        at = end
+    return "".join(out) + text[at:]
 
 
 def _block(h: Hit, terms: list[str], fused: bool) -> str:
@@ -137,7 +139,7 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
         "byte_start": hit.byte_start,
         "byte_end": hit.byte_end,
         "page": hit.page,
-        "snippet": snippet(plain(hit.text, hit.source_uri), terms),
+        "snippet": hit.snippet or around(hit.text, hit.source_uri, terms=terms)[0],
         **({"more": hit.more} if hit.more is not None else {}),
         **({"corpus": hit.corpus} if hit.corpus is not None else {}),
     }

@@ -12,7 +12,7 @@ from urna.search.highlights import highlights
 from urna.search.metadata import FieldColumns
 from urna.search.result import Hit
 from urna.search.shard import HitSpec
-from urna.search.snippet import plain, snippet
+from urna.search.snippet import around
 from urna.search.words import document_tokenizer
 
 
@@ -62,6 +62,11 @@ class HitMaker:
         """The hit of this file's chunk ``i``, at ``rank`` and ``ordinal`` in the answer."""
         c = self._store.chunk(i)
         terms = spec.terms
+        marks = (
+            None
+            if terms is None or self._tokenize is None
+            else highlights(c.text, terms, self._tokenize)
+        )
         return Hit(
             rank=rank,
             ordinal=ordinal,
@@ -82,10 +87,8 @@ class HitMaker:
             page=c.page,
             source_ordinal=c.source_ordinal,
             ranks=ranks,
-            snippet="" if terms is None else snippet(plain(c.text, c.source_uri), terms),
-            highlights=None
-            if terms is None or self._tokenize is None
-            else highlights(c.text, terms, self._tokenize),
+            snippet="" if terms is None else around(c.text, c.source_uri, marks or (), terms)[0],
+            highlights=marks,
             precision=spec.precision,
             metadata=self._columns.record(i),
         )

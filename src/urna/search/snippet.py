@@ -1,4 +1,11 @@
-"""Snippets centred on the query's terms, not just a text's first characters."""
+"""Snippets centred on the query's terms, not just a text's first characters.
+
+A hit's snippet is built from its highlights (``search/highlights.py``: the words its
+file's tokenizer reads as the query's terms), so it centres on the words that matched,
+stems included, and a shell can mark exactly those words: each highlight is fenced by two
+control characters before the Markdown markup is taken out, and found again after. A text
+with no highlights (a vector hit) centres on the words that start as a term does.
+"""
 
 from __future__ import annotations
 
@@ -64,31 +71,91 @@ def _pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 
 
+OPEN, CLOSE = "\x01", "\x02"  # a highlight's fences, while markup is taken out
+
+
 def snippet(text: str, terms: Sequence[str], width: int = WIDTH) -> str:
     """About ``width`` characters of ``text`` around the densest run of query terms."""
-    flat = " ".join(text.split())
+    return around(text, terms=terms, width=width)[0]
+
+
+def around(
+    text: str,
+    source_uri: str = "",
+    marks: Sequence[Sequence[int]] = (),
+    terms: Sequence[str] = (),
+    width: int = WIDTH,
+) -> tuple[str, list[tuple[int, int]]]:
+    """The snippet of ``text`` (Markdown markup out when ``source_uri`` is Markdown) around
+    the densest run of ``marks`` (byte ranges of ``text``, its highlights), or of words
+    starting as ``terms`` do when there are none; and the character spans of the marks it
+    shows."""
+    fenced = _fenced(text.replace(OPEN, "").replace(CLOSE, ""), marks)
+    flat, spans = _unfenced(" ".join(plain(fenced, source_uri).split()))
+    if not spans:
+        pattern = term_pattern(terms)
+        spans = [m.span() for m in pattern.finditer(flat)] if pattern is not None else []
     if len(flat) <= width:
-        return flat
-    pattern = term_pattern(terms)
-    hits = [m.start() for m in pattern.finditer(flat)] if pattern is not None else []
-    if not hits:
-        start = 0
-    else:
-        # The window start that covers the most hits.
-        best, start, j = 0, hits[0], 0
-        for i, pos in enumerate(hits):
-            while hits[j] < pos - width // 2:
-                j += 1
-            if i - j + 1 > best:
-                best, start = i - j + 1, hits[j]
-        start = max(0, start - width // 4)
+        return flat, spans
+    start = _densest([s for s, _ in spans], width)
     end = min(len(flat), start + width)
     start = max(0, end - width)
-    # Snap to word boundaries.
-    if start > 0:
+    if start > 0:  # snap to word boundaries
         space = flat.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
     if end < len(flat):
         space = flat.rfind(" ", end - 20, end)
         end = space if space > start else end
-    return ("… " if start > 0 else "") + flat[start:end] + (" …" if end < len(flat) else "")
+    lead = "… " if start > 0 else ""
+    shown = [
+        (a - start + len(lead), b - start + len(lead)) for a, b in spans if a >= start and b <= end
+    ]
+    return lead + flat[start:end] + (" …" if end < len(flat) else ""), shown
+
+
+def _densest(starts: Sequence[int], width: int) -> int:
+    """Where a window of ``width`` holding the most of ``starts`` begins (a little before
+    the first it holds); 0 when there are none."""
+    if not starts:
+        return 0
+    best, start, j = 0, starts[0], 0
+    for i, pos in enumerate(starts):
+        while starts[j] < pos - width // 2:
+            j += 1
+        if i - j + 1 > best:
+            best, start = i - j + 1, starts[j]
+    return max(0, start - width // 4)
+
+
+def _fenced(text: str, marks: Sequence[Sequence[int]]) -> str:
+    """``text`` with each mark (a byte range) fenced by OPEN and CLOSE."""
+    if not marks:
+        return text
+    data = text.encode("utf-8")
+    pieces, at = [], 0
+    for start, end in marks:
+        if start < at or end > len(data):
+            continue  # out of order or out of the text: not a mark of this text
+        pieces += [data[at:start], OPEN.encode(), data[start:end], CLOSE.encode()]
+        at = end
+    pieces.append(data[at:])
+    return b"".join(pieces).decode("utf-8", errors="replace")
+
+
+def _unfenced(flat: str) -> tuple[str, list[tuple[int, int]]]:
+    """``flat`` without its fences, and the character spans they enclosed (non-empty)."""
+    if OPEN not in flat:
+        return flat, []
+    out: list[str] = []
+    spans, size, opened = [], 0, -1
+    for piece in re.split(f"([{OPEN}{CLOSE}])", flat):
+        if piece == OPEN:
+            opened = size
+        elif piece == CLOSE:
+            if 0 <= opened < size:
+                spans.append((opened, size))
+            opened = -1
+        else:
+            out.append(piece)
+            size += len(piece)
+    return "".join(out), spans
