@@ -11,6 +11,7 @@ import json
 import random
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,24 @@ def test_a_typo_is_read_as_the_word_the_corpus_holds(built: dict[str, Path]) -> 
         assert corpus.run(Query(text='"colonny split" bees', k=5, mode="text")).hits == []
         assert corpus.run(Query(text="c0lony split", k=5, mode="text")).terms[0] == "c0loni"
         assert corpus.run(Query(text="hivv split", k=5, mode="text")).terms[0] == "hivv"
+        # Hybrid: the model embeds the query as typed and as respelt with the corpus's word.
+        seen = Recording()
+        corpus.run(Query(text="Colonny split!", k=5, mode="hybrid", embedder=seen))
+        assert seen.texts == ["Colonny split!", "colony split!"]
+        seen.texts.clear()
+        corpus.run(Query(text="colonny split", k=5, mode="vector", embedder=seen))
+        assert seen.texts == ["colonny split"]
+
+
+class Recording(StoredVectors):
+    """StoredVectors that remember what they were asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return super().embed(texts)
 
 
 def test_two_corpora_answer_as_one_collection_of_both(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
 from urna.search.syntax import read_query
 from urna.search.text import Ranked, has_words, rank, route
-from urna.search.typos import Vocabulary, corrected
+from urna.search.typos import Vocabulary, corrected, respelt
 from urna.search.words import TextRule
 
 # Up to this many chunks a collection's BM25 scores go into one array, topped once, from
@@ -212,7 +212,7 @@ class Searcher(Fanout):
         if chosen.embedder is not None:
             chosen.embedder.load()  # query_time covers embedding the query, not loading the model
         t0 = time.perf_counter()
-        terms, read_as = self._terms(query, kept, chosen.mode)
+        terms, read_as, embedded = self._terms(query, kept, chosen.mode)
         index_type = "exact" if chosen.mode == "vector" else chosen.mode
         # Local BM25 is asked shard after shard: threads lost at 16 shards of 62,500 chunks (1.17x
         # against 1.03x one file, bench_million.py) and contend with BLAS's in a hybrid query.
@@ -236,6 +236,7 @@ class Searcher(Fanout):
             vectors=self.embeddings,
             fill=filler(self, terms),
             pool=bool(query.facets),
+            respelt=embedded,
         )
         spec = HitSpec(index_type, ranked.score_type, terms=terms, ranks=ranked.ranks)
         hits = self.make_hits(ranked.ordinals, ranked.scores, spec)
@@ -255,23 +256,25 @@ class Searcher(Fanout):
             facets=self._facets(tuple(query.facets), ranked, terms, kept) if query.facets else None,
         )
 
-    def _terms(self, query: Query, kept: Filter | None, mode: str) -> tuple[list[str], str]:
+    def _terms(self, query: Query, kept: Filter | None, mode: str) -> tuple[list[str], str, str]:
         """The query's BM25 terms, typos read as the nearest vocabulary word (``typos.py``),
-        and what was read so ("" when nothing was)."""
+        what was read so ("" when nothing was), and the text the model embeds (in hybrid
+        mode, the typos respelt as the corpus's words)."""
         text = str(query.text)
         terms = self.tokenize(text)
         if not query.typos or mode == "vector":
-            return terms, ""
+            return terms, "", text
         if self._vocabulary is None:
             self._vocabulary = Vocabulary.of(self.shards) or False
         vocabulary = self._vocabulary
         if not isinstance(vocabulary, Vocabulary):
-            return terms, ""
+            return terms, "", text
         rule = kept.text if kept is not None else None
         exact = {t for seq in (rule.required + rule.excluded) for t in seq} if rule else set()
         terms, fixes = corrected(text, terms, vocabulary, self.tokenize, exact)
         read = ", ".join(f"{a} as {b}" for a, b in fixes.items())
-        return terms, f"typos read: {read}" if read else ""
+        embedded = respelt(text, fixes, vocabulary, self.tokenize) if mode == "hybrid" else text
+        return terms, f"typos read: {read}" if read else "", embedded
 
     def _facets(
         self, names: tuple[str, ...], ranked: Ranked, terms: list[str], kept: Filter | None

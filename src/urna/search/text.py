@@ -97,6 +97,7 @@ def rank(
     vectors: Vectors | None = None,
     fill: Fill | None = None,
     pool: bool = False,
+    respelt: str | None = None,
 ) -> Ranked:
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
@@ -105,10 +106,14 @@ def rank(
     from the fused first pass (``search/feedback.py``). With ``fill`` and a file that records
     complete scores, each candidate is fused with both methods' scores (``search/fusion.py``).
     With ``pool``, the result keeps every candidate ranked before the cut to k (vector mode
-    then ranks as many as hybrid would)."""
+    then ranks as many as hybrid would). ``respelt``: the query with its typos written as the
+    corpus's words (``search/typos.py``); the vector side then embeds both readings and
+    searches by their mean, so a word wrongly read as a typo still counts half."""
     vector = None
     if route.embedder is not None:
         q = prepare(route.embedder.embed([text])[0], dim)
+        if respelt is not None and respelt != text:  # the typed and the respelt reading
+            q = prepare(q + prepare(route.embedder.embed([respelt])[0], dim), dim)
         wide = candidates or default_candidates(k)
         if route.mode != "vector":
             vector = vector_top(q, wide)

@@ -9,6 +9,15 @@ first in sort order. Never for a word with digits (an identifier: ``cd4``, ``LM3
 word shorter than 5, a word of a phrase (``"..."``, ``+``, ``-``: those are exact), or a
 word the corpus holds at all. ``typos=False`` (``--no-typos``) turns it off.
 
+In hybrid mode the vector side reads the corrected query too: each typo is respelt as a
+word of the corpus that reads as the stem it was read as (the first such word in the first
+chunk holding the stem, found once and kept), and the model embeds both the query as typed
+and as respelt, the vector side searching by their mean: a real word wrongly read as a typo
+(``canker`` as ``cancer``) still counts half. Embedding the respelt query alone kept a
+little more of the typo'd queries' nDCG@10 on two sets of three but lowered clean nfcorpus
+five times as much (``benchmarks/typo_robustness.py``; the figures are in the docs). Vector mode asks
+for the model alone and embeds the query as typed.
+
 What it does not do: a word the corpus holds rarely beside a far more frequent neighbour is
 left as it is (the vocabulary cannot tell a rare word from a typo, and BM25 weighs a
 query's terms equally, so an added neighbour would count as much as the word typed). A
@@ -43,19 +52,25 @@ class Vocabulary:
     """The stems BM25 holds in these indexes, and how many chunks hold each (summed over a
     collection's shards): the sorted list is made on the first look-up that needs it."""
 
-    def __init__(self, indexes: Sequence[BM25Index]) -> None:
+    def __init__(
+        self, indexes: Sequence[BM25Index], texts: Sequence[Callable[[int], str]] = ()
+    ) -> None:
         self._indexes = indexes
+        self._texts = texts  # each index's chunk texts by ordinal, to respell a stem
         self._lock = threading.Lock()
         self._sorted: tuple[dict[int, list[str]], dict[str, int]] | None = None
+        self._words: dict[str, str | None] = {}
 
     @classmethod
     def of(cls, shards: Iterable[object]) -> Vocabulary | None:
         """The vocabulary of these shards (None where one has no BM25 index here: a Ray
         shard, a file without one)."""
+        shards = list(shards)
         indexes = [getattr(shard, "bm25", None) for shard in shards]
         if any(index is None for index in indexes):
             return None
-        return cls([index for index in indexes if index is not None])
+        texts = [lambda i, s=shard: s.chunk(i).text for shard in shards]
+        return cls([index for index in indexes if index is not None], texts)
 
     def holds(self, token: str) -> bool:
         return any(token in index.term_index for index in self._indexes)
@@ -96,6 +111,46 @@ class Vocabulary:
         if not found:
             return None
         return min(found, key=lambda t: (found[t], -df[t], t))
+
+    def word_for(self, stem: str, tokenize: Callable[[str], list[str]]) -> str | None:
+        """A word of the corpus that reads as ``stem``, from the chunks weighing it most (a
+        chunk may hold a stem only through its neighbours' context); None when none of the
+        first few holds it or no chunk text is at hand."""
+        if stem not in self._words:
+            found = None
+            for index, text in zip(self._indexes, self._texts, strict=False):
+                ids, weights = index.postings(stem)
+                for at in np.argsort(-weights, kind="stable")[:8].tolist():
+                    words = WORD.finditer(text(int(ids[at])))
+                    found = next(
+                        (w.group(0) for w in words if tokenize(w.group(0)) == [stem]), None
+                    )
+                    if found is not None:
+                        break
+                if found is not None:
+                    break
+            self._words[stem] = found
+        return self._words[stem]
+
+
+def respelt(
+    text: str,
+    fixes: dict[str, str],
+    vocabulary: Vocabulary,
+    tokenize: Callable[[str], list[str]],
+) -> str:
+    """``text`` with each word read as a typo (its token a key of ``fixes``) written as a
+    word of the corpus that reads as its correction; the rest as typed."""
+    if not fixes:
+        return text
+
+    def respell(match: re.Match[str]) -> str:
+        tokens = tokenize(match.group(0).lower())
+        if len(tokens) == 1 and tokens[0] in fixes:
+            return vocabulary.word_for(fixes[tokens[0]], tokenize) or match.group(0)
+        return match.group(0)
+
+    return WORD.sub(respell, text)
 
 
 def corrected(
