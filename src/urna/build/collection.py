@@ -32,7 +32,7 @@ from urna.format.partition import N_BUCKETS, bucket_of, bucket_ranges, shard_of
 from urna.format.regular import Outside, inside
 from urna.format.versions import now
 from urna.index.bm25 import CONTEXT_DIVISOR
-from urna.index.tokenize import TOKENIZER_VERSION
+from urna.index.tokenize import tokenizer_name
 from urna.ingest.context import CONTEXT_RECIPE
 from urna.ingest.loaders import EXTRACTORS
 from urna.version import __version__
@@ -72,7 +72,7 @@ def recipe(
         "embed_context": CONTEXT_RECIPE,
         "embed_precision": precision,
         "embed_batching": batching,
-        "tokenizer": TOKENIZER_VERSION if bm25 else None,
+        "tokenizer": tokenizer_name(spec.lang) if bm25 else None,
         "bm25_context": CONTEXT_DIVISOR if bm25 else None,
         "fusion": FusionParams.for_build().to_manifest(),
         "dtype": dtype,
@@ -301,7 +301,7 @@ def _catalog(
         model_hash=embedder.model_hash,
         dim=embedder.dim,
         chunker_version=chunker_version(target.max_tokens, target.spec.overlap_tokens),
-        tokenizer_version=TOKENIZER_VERSION if bm25 else None,
+        tokenizer_version=tokenizer_name(target.spec.lang) if bm25 else None,
         recipe=the_plan.recipe,
         n_buckets=N_BUCKETS,
         shards=tuple(entries),

@@ -124,6 +124,7 @@ def write_segment(
         description=meta.pop("description", None),
         extra_manifest=meta,
         bm25=bm25,
+        language=spec.lang,
         hnsw=ann,
         graph=ann,
         rerank_copy=spec.rerank_copy,

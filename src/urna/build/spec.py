@@ -53,6 +53,7 @@ from urna.build.write import DTYPES
 from urna.embed.registry import DEFAULT_MODEL
 from urna.errors import BuildError
 from urna.format.regular import describe, read_regular
+from urna.index.languages import checked
 
 METADATA_KEYS = ("title", "description", "version", "license", "authors")
 
@@ -86,6 +87,7 @@ class BuildSpec:
     metadata: dict[str, Any] = field(default_factory=dict)
     fields: FieldRules = field(default_factory=FieldRules)  # [metadata] set, rename, drop
     recorded_roots: tuple[Path, ...] = ()  # a compaction's roots, as its collection records
+    lang: str = "en"  # the language BM25 reads the words in (``index/languages.py``)
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -207,7 +209,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
     chunking = _table(doc, "chunking", ("max_tokens", "overlap_tokens"))
     metadata = dict(_table(doc, "metadata", METADATA_KEYS + RULE_KEYS))
     rules = parse_rules({k: metadata.pop(k) for k in RULE_KEYS if k in metadata})
-    index = _table(doc, "index", ("preset", "bm25", "rerank_copy"))
+    index = _table(doc, "index", ("preset", "bm25", "rerank_copy", "lang"))
     sources_raw = doc.get("sources")
     if not isinstance(sources_raw, list) or not sources_raw:
         raise BuildError("spec: at least one [[sources]] entry with a path is required")
@@ -265,6 +267,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         compress=bool(_typed(out, "compress", bool, "output")),
         preset=_preset(_typed(index, "preset", str, "index") or "hybrid"),
         bm25=_typed(index, "bm25", bool, "index"),
+        lang=checked(_typed(index, "lang", str, "index") or "en"),
         rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
         spaces=tuple(spaces),
         metadata=meta,

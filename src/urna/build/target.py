@@ -20,6 +20,7 @@ from urna.embed.registry import bundled, resolve
 from urna.errors import BuildError, FormatError, UrnaError
 from urna.format.build_options import check_build_options
 from urna.format.catalog import Catalog, is_collection, read_catalog
+from urna.index.tokenize import language_of
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def target_of(
         compress=o["compress"],
         preset=o["preset"],
         bm25=o["bm25"],
+        lang=language_of(o.get("tokenizer")),
         rerank_copy=o["rerank_copy"],
         spaces=tuple((a, b) for a, b in o["spaces"]),
         metadata=dict(o["metadata"]),

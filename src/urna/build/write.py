@@ -14,7 +14,7 @@ import zstandard
 from urna.build.columns import ChunkInput, Columns, collect, unit_matrix
 from urna.embed.batching import RECIPES as BATCHING_RECIPES
 from urna.embed.device import GPUS
-from urna.embed.precision import PRECISIONS
+from urna.embed.precision import RECORDED_PRECISIONS
 from urna.errors import BuildError
 from urna.format import embeddings as emb
 from urna.format import manifest as manifest_rules
@@ -33,6 +33,7 @@ from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex
 from urna.index.hnsw import build_payload as build_hnsw
+from urna.index.tokenize import tokenizer_name
 from urna.ingest.context import RECIPES as CONTEXT_RECIPES
 from urna.ingest.context import bm25_texts
 
@@ -81,6 +82,7 @@ def build(
     created: str | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
     bm25: bool = False,
+    language: str = "en",
     hnsw: bool = False,
     graph: bool = False,
     rerank_copy: bool = False,
@@ -143,9 +145,7 @@ def build(
         SectionId.SEARCH_CONTRACT: payloads.encode_json(manifest_rules.search_contract(manifest)),
     }
     stored: dict[int, bytes] = {int(sid): data for sid, data in decoded.items()}
-    stored.update(
-        _index_sections(cols, matrix, bm25=bm25, hnsw=hnsw, graph=graph, context=embed_context)
-    )
+    stored.update(_index_sections(cols, matrix, (bm25, hnsw, graph), embed_context, language))
     stored.update(_space_sections(spaces, n))
     if rerank_copy and dtype != "float32":
         stored[SectionId.EMBEDDINGS_FP] = emb.encode(matrix, Encoding.RAW)
@@ -262,9 +262,10 @@ def _manifest(
             )
         manifest["embed_context"] = embed_context
     if embed_precision is not None:
-        if embed_precision not in PRECISIONS:
+        if embed_precision not in RECORDED_PRECISIONS:
             raise BuildError(
-                f"embed_precision must be one of {', '.join(PRECISIONS)}, got {embed_precision!r}"
+                f"embed_precision must be one of {', '.join(RECORDED_PRECISIONS)}, "
+                f"got {embed_precision!r}"
             )
         manifest["embed_precision"] = embed_precision
     if embed_batching is not None:
@@ -313,16 +314,18 @@ def bm25_documents(cols: Columns, context: str | None) -> list[str]:
 def _index_sections(
     cols: Columns,
     matrix: np.ndarray,
-    *,
-    bm25: bool,
-    hnsw: bool,
-    graph: bool,
+    indexes: tuple[bool, bool, bool],
     context: str | None,
+    language: str = "en",
 ) -> dict[int, bytes]:
+    bm25, hnsw, graph = indexes
     out: dict[int, bytes] = {}
     if bm25:
         out[SectionId.BM25_INDEX] = build_bm25(
-            bm25_documents(cols, context), sources=cols.uris, divisor=CONTEXT_DIVISOR
+            bm25_documents(cols, context),
+            sources=cols.uris,
+            divisor=CONTEXT_DIVISOR,
+            tokenizer=tokenizer_name(language),
         )
     if hnsw:
         ann = build_hnsw(matrix)

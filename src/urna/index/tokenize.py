@@ -25,6 +25,11 @@
   builds on them. The hyphen rule is Lucene's; whole hyphenated identifiers also
   tripled such a word's weight in a query.
 
+* Version 4 is version 3 in another language (``index/languages.py``): that language's
+  Snowball stemmer, and its NLTK stop words for documents and queries alike. Its name
+  carries the language (``urna-bm25-tokens/4 lang=de ...``), so a file's queries are read
+  as its chunks were. English stays version 3.
+
 Written by hand: bm25s's and Lucene's analyzers split identifiers apart and know no CJK
 bigrams without a dictionary; the rules above are a few lines over ``re`` and PyStemmer.
 """
@@ -102,16 +107,16 @@ _TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:[._\-]{_WORD})*)")
 _PARTS = re.compile(r"[._\-]")
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
+@lru_cache(maxsize=64)
+def _stemmer(algorithm: str = "english") -> Any:
     import Stemmer
 
-    return Stemmer.Stemmer("english")
+    return Stemmer.Stemmer(algorithm)
 
 
 @lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    return str(_stemmer().stemWord(word))
+def _stem(word: str, algorithm: str = "english") -> str:
+    return str(_stemmer(algorithm).stemWord(word))
 
 
 def _latin_letter(word: str) -> bool:
@@ -126,6 +131,7 @@ class _Rules:
     stem_digits: bool = False
     hyphen_splits: bool = False
     stopwords: frozenset[str] = STOPWORDS
+    stemmer: str = "english"  # the Snowball algorithm
 
 
 def _dropped_single(char: str, rules: _Rules) -> bool:
@@ -135,9 +141,8 @@ def _dropped_single(char: str, rules: _Rules) -> bool:
 def _word(word: str, out: list[str], rules: _Rules) -> None:
     if word in rules.stopwords or (len(word) == 1 and _dropped_single(word, rules)):
         return
-    out.append(
-        _stem(word) if word.isalpha() or (rules.stem_digits and not word.isdigit()) else word
-    )
+    stemmed = word.isalpha() or (rules.stem_digits and not word.isdigit())
+    out.append(_stem(word, rules.stemmer) if stemmed else word)
 
 
 def _tokens(text: str, rules: _Rules) -> list[str]:
@@ -197,11 +202,55 @@ def tokenize_v2(text: str) -> list[str]:
     return _tokens(text, _V2)
 
 
+V4 = "urna-bm25-tokens/4"
+
+
+def tokenizer_name(lang: str | None) -> str:
+    """The tokenizer a build in ``lang`` records: version 3 for English (and for Chinese,
+    Japanese and Korean, read as bigrams and English), else version 4 in that language."""
+    from urna.index.languages import AS_ENGLISH, LANGUAGES
+
+    if lang is None or lang in AS_ENGLISH:
+        return TOKENIZER_VERSION
+    algorithm, stop = LANGUAGES[lang]
+    stops = f"{lang}-nltk-stop" if stop else "no-stop"
+    rest = "cjk-bigram no-latin-1 no-digit-1 hyphen-split"
+    return f"{V4} lang={lang} {stops} snowball-{algorithm} {rest}"
+
+
+def language_of(name: str | None) -> str:
+    """The language a tokenizer name reads (``en`` for versions 1 to 3)."""
+    if name and name.startswith(V4 + " lang="):
+        return name[len(V4) + 6 :].split(" ", 1)[0]
+    return "en"
+
+
+def _language_tokenizer(name: str) -> Tokenizer | None:
+    """Version 4's tokenizer for ``name`` (documents and queries alike), or None when the
+    name is not one urna writes."""
+    from urna.index.languages import LANGUAGES, stop_words
+
+    lang = language_of(name)
+    if lang not in LANGUAGES or tokenizer_name(lang) != name:
+        return None
+    rules = replace(_V3, stopwords=stop_words(lang), stemmer=LANGUAGES[lang][0])
+    return lambda text: _tokens(text, rules)
+
+
+_BY_NAME: dict[str, Tokenizer] = {}
+
+
 def tokenizer_for(name: str) -> Tokenizer | None:
     """The document tokenizer a file's BM25 index names, or None when urna does not know it."""
-    return {TOKENIZER_V1: tokenize_v1, TOKENIZER_V2: tokenize_v2, TOKENIZER_VERSION: tokenize}.get(
-        name
-    )
+    known = {TOKENIZER_V1: tokenize_v1, TOKENIZER_V2: tokenize_v2, TOKENIZER_VERSION: tokenize}
+    if name in known:
+        return known[name]
+    found = _BY_NAME.get(name)
+    if found is None and name.startswith(V4 + " "):
+        found = _language_tokenizer(name)
+        if found is not None:  # only names urna writes are kept (a hostile file's are not)
+            _BY_NAME[name] = found
+    return found
 
 
 def query_tokenizer_for(name: str) -> Tokenizer | None:

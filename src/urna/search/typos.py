@@ -15,8 +15,8 @@ chunk holding the stem, found once and kept), and the model embeds both the quer
 and as respelt, the vector side searching by their mean: a real word wrongly read as a typo
 (``canker`` as ``cancer``) still counts half. Embedding the respelt query alone kept a
 little more of the typo'd queries' nDCG@10 on two sets of three but lowered clean nfcorpus
-five times as much (``benchmarks/typo_robustness.py``; the figures are in the docs). Vector mode asks
-for the model alone and embeds the query as typed.
+five times as much (``benchmarks/typo_robustness.py``; the figures are in the docs).
+Vector mode asks for the model alone and embeds the query as typed.
 
 What it does not do: a word the corpus holds rarely beside a far more frequent neighbour is
 left as it is (the vocabulary cannot tell a rare word from a typo, and BM25 weighs a
