@@ -83,3 +83,17 @@ def test_a_german_corpus_is_searched_in_german(tmp_path: Path) -> None:
     spec.write_text(f'[index]\nlang = "klingon"\n\n[[sources]]\npath = "{docs.as_posix()}"\n')
     with pytest.raises(Exception, match="unknown language"):
         load_spec(spec, output=tmp_path / "fr.urna")
+
+
+def test_a_build_of_german_text_suggests_reading_it_in_german(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in PAGES.items():
+        (docs / name).write_text(text * 3, encoding="utf-8")
+    for lang in (None, "de"):
+        said: list[str] = []
+        spec = spec_from_args([docs], tmp_path / f"{lang}.urna", lang=lang)
+        build_file(spec, embedder=StoredVectors(), warn=said.append)
+        hints = [m for m in said if "--lang" in m]
+        assert len(hints) == (1 if lang is None else 0), said
+        assert all(h.startswith("the documents read as German (de); --lang de") for h in hints)

@@ -124,7 +124,7 @@ def write_segment(
         description=meta.pop("description", None),
         extra_manifest=meta,
         bm25=bm25,
-        language=spec.lang,
+        language=spec.lang or "en",
         hnsw=ann,
         graph=ann,
         rerank_copy=spec.rerank_copy,

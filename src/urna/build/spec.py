@@ -87,7 +87,7 @@ class BuildSpec:
     metadata: dict[str, Any] = field(default_factory=dict)
     fields: FieldRules = field(default_factory=FieldRules)  # [metadata] set, rename, drop
     recorded_roots: tuple[Path, ...] = ()  # a compaction's roots, as its collection records
-    lang: str = "en"  # the language BM25 reads the words in (``index/languages.py``)
+    lang: str | None = None  # the language BM25 reads words in; None: English, undeclared
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -101,6 +101,10 @@ class BuildSpec:
             if root not in found:
                 found.append(root)
         return tuple(found)
+
+
+def _lang(value: str | None) -> str | None:
+    return None if value is None else checked(value)
 
 
 def root_of(path: Path, base: Path) -> Path:
@@ -267,7 +271,7 @@ def load_spec(path: Path, *, output: Path | None = None) -> BuildSpec:
         compress=bool(_typed(out, "compress", bool, "output")),
         preset=_preset(_typed(index, "preset", str, "index") or "hybrid"),
         bm25=_typed(index, "bm25", bool, "index"),
-        lang=checked(_typed(index, "lang", str, "index") or "en"),
+        lang=_lang(_typed(index, "lang", str, "index")),
         rerank_copy=bool(_typed(index, "rerank_copy", bool, "index")),
         spaces=tuple(spaces),
         metadata=meta,

@@ -24,6 +24,7 @@ from urna.build.changes import Live, StatCache, changes
 from urna.build.collection import MAX_SHARDS, Head, Runner, absolute, full, local_runner, recipe
 from urna.build.compact import carry_out, drop_empty, holdings
 from urna.build.documents import STEP, chunk, chunker_version, found_files, load_all, window
+from urna.build.language import suggestion
 from urna.build.policy import decide
 from urna.build.progress import Mode, Progress
 from urna.build.segment import write_segment
@@ -142,6 +143,9 @@ class Writer:
             f"chunk: {summary.documents} documents, {len(spans)} chunks "
             f"(<= {target.max_tokens} tokens)"
         )
+        hint = suggestion([s.text for s in spans]) if spec.lang is None else None
+        if hint:
+            self.warn(hint)
         if not spans:
             raise BuildError(
                 f"nothing usable to build: {len(files)} supported files, "
