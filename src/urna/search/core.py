@@ -46,7 +46,7 @@ from urna.search.hits import across
 from urna.search.merge import merge_top
 from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
 from urna.search.postings import CollectionPostings, CollectionStats
-from urna.search.query import prepare
+from urna.search.query import GivenVector, prepare
 from urna.search.request import Query
 from urna.search.result import FUSED_NOTE, RERANK_NOTE, Hit, SearchResult
 from urna.search.shard import HitSpec, Pair, Ranking, Shard
@@ -200,11 +200,14 @@ class Searcher(Fanout):
         fusion = self.fusion.choose(query.fusion)
         check_facets(query.facets, self.schema())
         given = query.embedder
+        if query.vector is not None:  # the caller embedded the query: no model here
+            given = GivenVector(query.vector, str(self.manifest.get("model_hash")), self.dim)
 
         def gated() -> Embedder:
             if given is None:
                 return self.embedder(query.model_path)
-            check_gate(given, self.manifest)
+            if not isinstance(given, GivenVector):  # a caller's vector is its own word
+                check_gate(given, self.manifest)
             return given
 
         explicit = given is not None or query.model_path is not None

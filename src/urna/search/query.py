@@ -57,3 +57,32 @@ def prepare(values: Sequence[float] | np.ndarray, dim: int) -> np.ndarray:
         raise QueryError("zero-norm query")
     scaled = vec / peak
     return (scaled / np.linalg.norm(scaled)).astype(np.float32)
+
+
+class GivenVector:
+    """A text query's vector side given by the caller (``Query(text=..., vector=...)``): a
+    program that embeds its queries elsewhere runs hybrid with no model loaded here. It
+    stands in for the corpus's model and returns the caller's vector for any text; which
+    model made it is the caller's word (it must be the corpus's), so only its dimension and
+    values are checked."""
+
+    precision = "float32"
+    batching = ""
+    max_tokens = 0
+
+    def __init__(self, vector: Sequence[float] | np.ndarray, model_hash: str, dim: int) -> None:
+        self._vector = prepare(vector, dim)
+        self.model_hash, self.dim = model_hash, dim
+
+    @property
+    def name(self) -> str:
+        return "the caller's vector"
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [0] * len(texts)
+
+    def load(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.tile(self._vector, (len(texts), 1))
