@@ -64,6 +64,7 @@ def test_a_folder_built_with_the_preset_answers_other_languages(tmp_path: Path) 
         assert corpus.manifest["embedding_model"] == E5_MULTILINGUAL
         assert corpus.manifest["model_hash"] == weights_hash(weights)
         assert corpus.manifest["embed_precision"] == "q4"
+        assert corpus.manifest["fusion"]["vector_floor"] == 0.7  # E5's unrelated cosine
         assert corpus.dim == 384
     for question, page in (
         ("Wie lange soll man grünen Tee ziehen lassen?", "tea.md"),
@@ -77,3 +78,14 @@ def test_a_folder_built_with_the_preset_answers_other_languages(tmp_path: Path) 
     refused = run("build", str(docs), "-o", str(tmp_path / "x.urna"), "--model", "e5-multilingual",
                   "--precision", "int8")  # fmt: skip
     assert_error(refused, "does not apply to urna/multilingual-e5-small-q4")
+
+
+@pytest.mark.parametrize("floor", [1.0, -0.1, "0.7", True, None])
+def test_a_vector_floor_out_of_range_is_refused(floor: object) -> None:
+    from urna.errors import FormatError
+    from urna.format.fusion import FusionParams
+
+    assert FusionParams.from_manifest({"fusion": {"vector_floor": 0.7}}).vector_floor == 0.7
+    assert FusionParams.from_manifest({"fusion": {}}).vector_floor == 0.0
+    with pytest.raises(FormatError, match="vector_floor"):
+        FusionParams.from_manifest({"fusion": {"vector_floor": floor}})

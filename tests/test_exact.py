@@ -133,3 +133,40 @@ def test_scores_of_many_shards_in_one_pass_are_each_shards_bits(
     want = np.concatenate([row_scores(m, rows, q) for m, rows in parts])
     got = scores_of(parts, q)
     assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**16), k=st.sampled_from([1, 10, 64, 400]), filtered=st.booleans())
+def test_the_int8_shadow_gives_the_float32_scans_answer_bit_for_bit(
+    seed: int, k: int, filtered: bool
+) -> None:
+    """A float32 matrix's int8 copy (``index/shadow.py``) only chooses candidates: the top k
+    is the exact scan's, ordinals and score bits, ties in file order, on rows built to tie
+    and to sit within the copy's rounding of each other."""
+    from urna.format.embeddings import Matrix
+    from urna.format.layout import Encoding
+    from urna.index.exact import exact_top_k
+    from urna.index.shadow import AFTER, shadow, shadow_top_k
+
+    rng = np.random.default_rng(seed)
+    n, dim = 40_000, 24
+    values = rng.standard_normal((n, dim)).astype(np.float32)
+    values[rng.integers(0, n, 500)] = values[7]  # exact ties
+    near = rng.integers(0, n, 500)
+    values[near] = values[11] + rng.standard_normal((500, dim)).astype(np.float32) * 1e-4
+    values /= np.linalg.norm(values, axis=1, keepdims=True)
+    allowed = np.sort(rng.choice(n, n // 2, replace=False)) if filtered else None
+    queries = [values[11], values[7], rng.standard_normal(dim).astype(np.float32)]
+    shadowed = Matrix(Encoding.RAW, values, None)
+    plain = Matrix(Encoding.RAW, values.copy(), None)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("URNA_SHADOW", "0")
+        want = [exact_top_k(plain, q, k, allowed) for q in queries]
+    for _ in range(AFTER):
+        exact_top_k(shadowed, queries[0], k, allowed)
+    assert shadow(shadowed) is not None
+    assert all(shadow_top_k(shadowed, q, k, allowed) is not None for q in queries)  # it ran
+    for q, (ids, scores) in zip(queries, want, strict=True):
+        got_ids, got_scores = exact_top_k(shadowed, q, k, allowed)
+        assert got_ids.tolist() == ids.tolist()
+        assert got_scores.tobytes() == scores.tobytes()

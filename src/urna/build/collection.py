@@ -25,6 +25,8 @@ from urna.build.summary import BuildSummary, CollectionSummary, Report
 from urna.build.target import Target, digest, relative_roots, write_options
 from urna.build.update import superseding
 from urna.embed.base import THREADS_VARIABLE, Embedder
+from urna.embed.e5 import cosine_floor
+from urna.embed.registry import canonical
 from urna.errors import BuildError
 from urna.format.catalog import Catalog, ShardEntry
 from urna.format.fusion import FusionParams
@@ -74,7 +76,7 @@ def recipe(
         "embed_batching": batching,
         "tokenizer": tokenizer_name(spec.lang) if bm25 else None,
         "bm25_context": CONTEXT_DIVISOR if bm25 else None,
-        "fusion": FusionParams.for_build().to_manifest(),
+        "fusion": FusionParams.for_build(cosine_floor(canonical(spec.model))).to_manifest(),
         "dtype": dtype,
         "bm25": bm25,
         "ann": ann,

@@ -24,7 +24,9 @@ from urna.build.write import build
 from urna.embed.base import cache_dir
 from urna.embed.cache import EmbeddingCache
 from urna.embed.device import device_of
+from urna.embed.e5 import cosine_floor
 from urna.embed.registry import resolve
+from urna.format.fusion import FusionParams
 from urna.format.sources import SourceRow, write_table
 from urna.ingest.chunker import ChunkSpan
 from urna.ingest.context import CONTEXT_RECIPE, embedded_texts
@@ -130,6 +132,7 @@ def write_segment(
         rerank_copy=spec.rerank_copy,
         spaces=spaces,
         embed_context=CONTEXT_RECIPE,
+        fusion=FusionParams.for_build(cosine_floor(embedder.name)),
         embed_precision=embedder.precision,
         embed_device=device_of(embedder),
         embed_batching=embedder.batching or None,

@@ -53,6 +53,19 @@ PROMPTS: dict[str, tuple[str, str]] = {
     "intfloat/e5-small-v2": ("query: ", "passage: "),
     "intfloat/e5-base-v2": ("query: ", "passage: "),
 }
+# A model's cosine of unrelated texts, where it is far from 0: E5's model card says its
+# scores "distribute around 0.7 to 1.0" (a low temperature in its contrastive training).
+# Calibrated fusion maps a cosine c to (c - floor) / (1 - floor), so a hybrid weighs E5's
+# similarities as it weighs MiniLM's (whose unrelated texts sit near 0). Recorded at build.
+E5_FLOOR = 0.7
+
+
+def cosine_floor(name: str) -> float:
+    """The cosine of unrelated texts for model ``name``: E5's for the E5 family (the models
+    with E5's prompts), else 0."""
+    return E5_FLOOR if prompts_for(name) is not None else 0.0
+
+
 PREFIX_TOKENS = 3  # "passage: " costs XLM-R three tokens ("▁passage", ":", and a space)
 
 

@@ -41,11 +41,12 @@ class FusionParams:
     feedback_docs: int = 0  # Rocchio from the first pass's best fused chunks; 0: none
     feedback_weight: float = 0.0
     complete: bool = False  # each candidate scored by both methods, not only its finder
+    vector_floor: float = 0.0  # the model's cosine of unrelated texts: confidence 0 there
 
     @classmethod
-    def for_build(cls) -> FusionParams:
+    def for_build(cls, vector_floor: float = 0.0) -> FusionParams:
         """What a build records now: calibrated, C scaled by the query's idf sum, Rocchio
-        feedback from the fused first pass."""
+        feedback from the fused first pass; ``vector_floor`` the model's (``embed/e5.py``)."""
         return cls(
             default=DEFAULT_FUSION,
             text_calibration=QUERY_IDF_CALIBRATION,
@@ -54,6 +55,7 @@ class FusionParams:
             feedback_docs=FEEDBACK_DOCS,
             feedback_weight=FEEDBACK_WEIGHT,
             complete=True,
+            vector_floor=vector_floor,
         )
 
     def to_manifest(self) -> dict[str, Any]:
@@ -72,6 +74,8 @@ class FusionParams:
             }
         if self.complete:
             out["scores"] = "complete"
+        if self.vector_floor:
+            out["vector_floor"] = self.vector_floor
         return out
 
     def calibration(self, idf_sum: float) -> float:
@@ -106,11 +110,21 @@ class FusionParams:
             docs,
             weight,
             scores == "complete",
+            _floor(recorded.get("vector_floor", 0.0)),
         )
 
     def choose(self, fusion: str | None) -> str:
         """The fusion a query asked for (checked by ``Query``), or the file's default."""
         return self.default if fusion is None else fusion
+
+
+def _floor(recorded: Any) -> float:
+    """``fusion.vector_floor``: a number in [0, 1) (absent: 0)."""
+    if isinstance(recorded, bool) or not isinstance(recorded, int | float):
+        raise _bad(f"fusion.vector_floor must be a number in [0, 1), got {recorded!r}")
+    if not 0 <= recorded < 1:
+        raise _bad(f"fusion.vector_floor must be a number in [0, 1), got {recorded!r}")
+    return float(recorded)
 
 
 def _bad(message: str) -> FormatError:

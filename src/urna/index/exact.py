@@ -19,6 +19,7 @@ from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
 from urna.index.rowscore import row_scores
 from urna.index.scan import max_norm, quantized_top_k
+from urna.index.shadow import shadow_top_k
 from urna.index.topk import kth_largest, top_k
 
 _ACCUMULATION = 4 * 2.0**-24  # per term: a float32 sum of d products is off by <= d u |v||q|
@@ -34,7 +35,7 @@ def exact_top_k(
     """
     fast = None
     if allowed is None or len(allowed) * 4 >= matrix.n:
-        fast = quantized_top_k(matrix, query, k, allowed)
+        fast = quantized_top_k(matrix, query, k, allowed) or shadow_top_k(matrix, query, k, allowed)
     if fast is not None:
         return fast
     q = np.asarray(query, dtype=np.float32)

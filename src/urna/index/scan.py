@@ -162,11 +162,19 @@ def _trusted(
 
 
 def quantized_top_k(
-    matrix: Matrix, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    matrix: Matrix,
+    query: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None = None,
+    *,
+    scored_by: Matrix | None = None,
+    off_by: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The exact top k (ordinals, scores) of a float16 or int8 matrix, or None when the
     caller's exact scan should run (float32, small, no kernels, a forged row, or a bound
-    too loose to pay)."""
+    too loose to pay). With ``scored_by`` (the float32 rows ``matrix`` is a copy of, each
+    copied row's score within ``off_by`` of its original's), the candidates are scored
+    exactly by those rows: the exact top k of ``scored_by``."""
     n = matrix.n
     if matrix.encoding == Encoding.RAW or n < MIN_ROWS or _kernels() is None or k > n // 8:
         return None
@@ -175,9 +183,10 @@ def quantized_top_k(
     if prepared is None:
         return None
     rounded, factor, delta = prepared
-    bound = _bound(matrix, delta, q)
-    if not np.isfinite(bound) or not _trusted(matrix, q, rounded, factor, bound):
+    own = _bound(matrix, delta, q)
+    if not np.isfinite(own) or not _trusted(matrix, q, rounded, factor, own):
         return None
+    bound = own + off_by
     if allowed is None:
         approx, tops = _approximate(matrix, rounded, n, k)
         kth = kth_largest(tops, k)
@@ -194,6 +203,6 @@ def quantized_top_k(
     candidates = np.flatnonzero(approx >= kth - 2 * bound / factor)
     if len(candidates) * 4 > n:
         return None
-    scores = row_scores(matrix, candidates, q)
+    scores = row_scores(scored_by or matrix, candidates, q)
     best = top_k(scores, k)
     return candidates[best], scores[best]

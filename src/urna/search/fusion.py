@@ -1,7 +1,8 @@
 """Fusing the vector and text rankings: calibrated confidence (default) or reciprocal rank.
 
 Calibrated: each method's score goes to one 0..1 confidence first (vector:
-the cosine clamped to [0, 1]; text: s / (s + C) for a BM25 score s), and a
+the cosine clamped to [0, 1], or (cos - f) / (1 - f) clamped where the file records the
+model's ``vector_floor`` f; text: s / (s + C) for a BM25 score s), and a
 chunk's fused score is the mean over both methods, a method that did not
 return it counting 0. RRF: the sum of 1 / (k + rank) over the methods.
 
@@ -52,9 +53,11 @@ class Fused:
     ranks: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def confidence(method: str, score: float, calibration: float = TEXT_CALIBRATION) -> float:
-    if method == "vector":
-        return min(1.0, max(0.0, score))
+def confidence(
+    method: str, score: float, calibration: float = TEXT_CALIBRATION, floor: float = 0.0
+) -> float:
+    if method == "vector":  # 0 at the model's cosine of unrelated texts, 1 at 1
+        return min(1.0, max(0.0, (score - floor) / (1.0 - floor) if floor else score))
     return score / (score + calibration) if score > 0 else 0.0
 
 
@@ -90,7 +93,11 @@ def fuse(
             )
         else:
             entry.score = (
-                sum(confidence(m, r["score"], calibration) for m, r in entry.ranks.items()) / count
+                sum(
+                    confidence(m, r["score"], calibration, params.vector_floor)
+                    for m, r in entry.ranks.items()
+                )
+                / count
             )
     entries = list(table.values())
     order = ranked(

@@ -167,7 +167,7 @@ def _confidence(hit: Hit, searcher: Searcher) -> float:
     cosine clamped, a BM25 score (a group answering by words alone, its model missing) over
     the recorded fixed C, or SEARCH.md's C where the recorded one scales with the query."""
     if hit.score_type == "cosine":
-        return confidence("vector", hit.score)
+        return confidence("vector", hit.score, floor=searcher.fusion.vector_floor)
     if hit.score_type == "bm25":
         fixed = searcher.fusion.text_scale == "fixed"
         return confidence(

@@ -1,0 +1,88 @@
+"""An int8 shadow of a float32 matrix: the exact scan at a quarter of the bytes.
+
+A float32 file's exact search reads every row, 4 bytes a value, and a hybrid query does it
+twice (its first pass and its feedback pass). Once an open matrix has answered
+``AFTER`` exact queries (a server, a session, a batch: not a one-shot command, where making
+the copy would cost more than it saves), it is copied once into int8 in memory (per-row
+scales, ``format/embeddings.py``'s quantization) and each later query's candidates are
+chosen by numkong's int8 kernels over the copy (``index/scan.py``), then scored exactly by
+the float32 rows. The answer is the float32 scan's, bit for bit:
+
+- the kernel's score of a copied row is within ``B`` of the copied row's exact score
+  (``scan.py``'s bound: the query's rounding and float32 accumulation);
+- the copied row's exact score is within ``E |q|`` of the original row's, ``E`` the
+  largest distance between a row and its copy, measured here as the copy is made (float64),
+  never read from a file;
+- so only rows whose kernel score reaches the k-th best minus ``2 (B + E |q|)`` can be in the
+  exact top k; they are scored by the float32 rows (``rowscore.row_scores``), ties in file
+  order.
+
+The copy costs n x (dim + 4) bytes of memory (77 MB for 200,000 chunks of 384 dimensions);
+``URNA_SHADOW=0`` turns it off. A matrix with a non-finite row gets none.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from urna.format.embeddings import Matrix, quantize_int8
+from urna.format.layout import Encoding
+from urna.index.scan import MIN_ROWS, quantized_top_k
+
+AFTER = 2  # exact queries an open matrix answers before it is copied
+BLOCK = 65536  # rows quantized at a time
+VARIABLE = "URNA_SHADOW"
+_making = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get(VARIABLE, "1").strip() != "0"
+
+
+def shadow(matrix: Matrix) -> tuple[Matrix, float] | None:
+    """The int8 copy of a float32 matrix and its largest row error, once the matrix has
+    answered ``AFTER`` exact queries; None before, for a small or quantized matrix, or off."""
+    if matrix.encoding != Encoding.RAW or matrix.n < MIN_ROWS or not enabled():
+        return None
+    memo = matrix.memo
+    if "shadow" in memo:
+        return memo["shadow"]
+    memo["asked"] = memo.get("asked", 0) + 1
+    if memo["asked"] < AFTER:
+        return None
+    with _making:
+        if "shadow" not in memo:
+            memo["shadow"] = _made(matrix)
+    return memo["shadow"]
+
+
+def _made(matrix: Matrix) -> tuple[Matrix, float] | None:
+    n, dim = matrix.n, matrix.dim
+    codes = np.empty((n, dim), dtype=np.int8)
+    scales = np.empty(n, dtype=np.float32)
+    worst = 0.0
+    for start in range(0, n, BLOCK):
+        block = matrix.rows(slice(start, start + BLOCK))
+        if not np.isfinite(block).all():
+            return None
+        s, c = quantize_int8(block)
+        scales[start : start + len(block)], codes[start : start + len(block)] = s, c
+        error = block.astype(np.float64) - c.astype(np.float64) * s.astype(np.float64)[:, None]
+        worst = max(worst, float(np.sqrt(np.max(np.einsum("ij,ij->i", error, error)))))
+    return Matrix(Encoding.INT8, codes, scales), worst * (1 + 1e-6) + 1e-30
+
+
+def shadow_top_k(
+    matrix: Matrix, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The exact top k of a float32 matrix through its shadow, or None (no shadow yet, or
+    the bound keeps too many rows: the caller scans)."""
+    found = shadow(matrix)
+    if found is None:
+        return None
+    copy, error = found
+    off_by = error * float(np.linalg.norm(np.asarray(query, dtype=np.float64)))
+    return quantized_top_k(copy, query, k, allowed, scored_by=matrix, off_by=off_by)
