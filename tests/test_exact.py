@@ -146,7 +146,8 @@ def test_the_int8_shadow_gives_the_float32_scans_answer_bit_for_bit(
     from urna.format.embeddings import Matrix
     from urna.format.layout import Encoding
     from urna.index.exact import exact_top_k
-    from urna.index.shadow import AFTER, shadow, shadow_top_k
+    from urna.index.rowscore import row_scores
+    from urna.index.shadow import AFTER, shadow, shadow_scores, shadow_top_k
 
     rng = np.random.default_rng(seed)
     n, dim = 40_000, 24
@@ -166,6 +167,10 @@ def test_the_int8_shadow_gives_the_float32_scans_answer_bit_for_bit(
         exact_top_k(shadowed, queries[0], k, allowed)
     assert shadow(shadowed) is not None
     assert all(shadow_top_k(shadowed, q, k, allowed) is not None for q in queries)  # it ran
+    for q in queries:  # a collection's cut across shards: every score within the bound
+        approx, bound = shadow_scores(shadowed, q)  # type: ignore[misc]
+        exact = row_scores(plain, np.arange(n), q)
+        assert np.all(np.abs(approx.astype(np.float64) - exact) <= bound)
     for q, (ids, scores) in zip(queries, want, strict=True):
         got_ids, got_scores = exact_top_k(shadowed, q, k, allowed)
         assert got_ids.tolist() == ids.tolist()

@@ -30,7 +30,14 @@ import numpy as np
 
 from urna.format.embeddings import Matrix, quantize_int8
 from urna.format.layout import Encoding
-from urna.index.scan import MIN_ROWS, quantized_top_k
+from urna.index.scan import (
+    MIN_ROWS,
+    _approximate,
+    _bound,
+    _rounded_query,
+    _trusted,
+    quantized_top_k,
+)
 
 AFTER = 2  # exact queries an open matrix answers before it is copied
 BLOCK = 65536  # rows quantized at a time
@@ -86,3 +93,29 @@ def shadow_top_k(
     copy, error = found
     off_by = error * float(np.linalg.norm(np.asarray(query, dtype=np.float64)))
     return quantized_top_k(copy, query, k, allowed, scored_by=matrix, off_by=off_by)
+
+
+def shadow_scores(matrix: Matrix, query: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """Every row's approximate score through the shadow, and how far any is from the
+    float32 row's exact score (for a collection cutting its shards' rows at once,
+    ``search/pooled.py``); None without a shadow or with an untrusted kernel."""
+    found = shadow(matrix)
+    if found is None:
+        return None
+    copy, error = found
+    q = np.asarray(query, dtype=np.float32)
+    prepared = _rounded_query(copy, q)
+    if prepared is None:
+        return None
+    rounded, factor, delta = prepared
+    own = _bound(copy, delta, q)
+    if not np.isfinite(own) or not _trusted(copy, q, rounded, factor, own):
+        return None
+    approx, _ = _approximate(copy, rounded, copy.n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        approx *= np.float32(factor)  # one more float32 rounding, bounded below
+        peak = float(np.max(np.abs(approx))) if len(approx) else 0.0
+    if not np.isfinite(peak):
+        return None
+    bound = own + error * float(np.linalg.norm(q.astype(np.float64))) + peak * 2.0**-22
+    return approx, bound

@@ -40,6 +40,7 @@ from urna.index.bm25 import above_seed
 from urna.index.bm25_global import TermStats
 from urna.index.exact import scan_bound, within_bound
 from urna.index.rowscore import scores_of
+from urna.index.shadow import shadow_scores
 from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
@@ -116,10 +117,17 @@ def _scan_whole(
     if any(s.filtered(None) is not None for s in shards):
         return None
     approx = np.empty(int(offsets[-1]), dtype=np.float32)
+    bounds = []
     with np.errstate(over="ignore", invalid="ignore"):
         for s, matrix in enumerate(matrices):
-            np.matmul(matrix.values, q, out=approx[offsets[s] : offsets[s + 1]])
-    bound = max(scan_bound(m, q) for m in matrices)
+            shadowed = shadow_scores(matrix, q)  # its int8 copy, once it has one
+            if shadowed is not None:
+                approx[offsets[s] : offsets[s + 1]], scanned_off = shadowed
+            else:
+                np.matmul(matrix.values, q, out=approx[offsets[s] : offsets[s + 1]])
+                scanned_off = scan_bound(matrix, q)
+            bounds.append(scanned_off)
+    bound = max(bounds)
     if not (math.isfinite(bound) and np.isfinite(approx).all()):
         return None  # a forged row: each shard's own scan sets it aside
     picked = within_bound(approx, depth, bound)
