@@ -168,7 +168,9 @@ def test_the_int8_shadow_gives_the_float32_scans_answer_bit_for_bit(
     assert shadow(shadowed) is not None
     assert all(shadow_top_k(shadowed, q, k, allowed) is not None for q in queries)  # it ran
     for q in queries:  # a collection's cut across shards: every score within the bound
-        approx, bound = shadow_scores(shadowed, q)  # type: ignore[misc]
+        found = shadow_scores(shadowed, q)
+        assert found is not None
+        approx, bound = found
         exact = row_scores(plain, np.arange(n), q)
         assert np.all(np.abs(approx.astype(np.float64) - exact) <= bound)
     for q, (ids, scores) in zip(queries, want, strict=True):
