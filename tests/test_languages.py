@@ -97,3 +97,36 @@ def test_a_build_of_german_text_suggests_reading_it_in_german(tmp_path: Path) ->
         hints = [m for m in said if "--lang" in m]
         assert len(hints) == (1 if lang is None else 0), said
         assert all(h.startswith("the documents read as German (de); --lang de") for h in hints)
+
+
+def test_corpora_in_two_languages_are_searched_together(tmp_path: Path) -> None:
+    """A German corpus and an English one (one model): each reads the query in its own
+    language and the hits are fused; a vector query is one search over both."""
+    from urna.search.several import Several
+
+    de, en = tmp_path / "de", tmp_path / "en"
+    de.mkdir()
+    en.mkdir()
+    for name, text in PAGES.items():
+        (de / name).write_text(text, encoding="utf-8")
+    (en / "dogs.md").write_text("# Dogs\n\nThe dogs barked when the postman came.\n")
+    (en / "cats.md").write_text("# Cats\n\nA cat hunts mice in the garden.\n")
+    vectors = StoredVectors()
+    files = {"de": tmp_path / "de.urna", "en": tmp_path / "en.urna"}
+    build_file(spec_from_args([de], files["de"], lang="de"), embedder=vectors)
+    build_file(spec_from_args([en], files["en"]), embedder=vectors)
+    opened = {name: urna.open(path) for name, path in files.items()}
+    try:
+        with Several(opened) as both:
+            found = both.run(Query(text="Hunde dogs barking", k=4, mode="text"))
+            assert "readings" in found.note
+            first = {}
+            for hit in found.hits:
+                first.setdefault(hit.corpus, hit.source_uri)
+            assert first == {"de": "de/hunde.md", "en": "en/dogs.md"}
+            assert found.hits[0].score >= found.hits[-1].score
+            vector = both.run(Query(text="Hunde dogs", k=7, mode="vector", embedder=vectors))
+            assert {h.corpus for h in vector.hits} == {"de", "en"} and "readings" not in vector.note
+    finally:
+        for corpus in opened.values():
+            corpus.close()

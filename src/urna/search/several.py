@@ -4,18 +4,19 @@ a collection's shards, and k is right after filtering (never a global top-k filt
 corpus afterwards). Each hit names its corpus.
 
 Corpora of one model (the same model_hash and dimension, so one query vector scores them
-all) are one search core. Corpora of different models are searched each by its own model
-(a group of corpora per model, each group one search core) and the groups' answers fused by
+all) and one BM25 reading (tokenizer) are one search core. Corpora of different models or
+readings (another ``--lang``) are searched each by its own (a group of corpora per model
+and reading, each group one search core) and the groups' answers fused by
 calibrated confidence, as hybrid fuses its two methods (``search/fusion.py``): a cosine
 clamped to [0, 1], a calibrated hybrid score as it is (it is already that confidence), a
 BM25 score as s / (s + C); the result says so. Each group is asked for k after every
-filter, so the fused k is right. Text mode needs no model, so it stays one search core
-over every corpus (global BM25 statistics), whatever their models. A query vector fits one
-model, so vector methods (exact, ann, graph, space) refuse corpora of several.
-
-Corpora with a BM25 index must share its tokenizer (else refused, each named). Where one
-has no BM25 index, the words cannot rank across all of them: text and hybrid modes say so,
-vector mode answers. Fusion follows the first corpus's recorded recipe.
+filter, so the fused k is right. Text mode needs no model, so over corpora of one reading
+it stays one search core (global BM25 statistics), whatever their models; over several
+readings each reads the query in its own language (a German corpus and an English one,
+``-l notes-de,docs``). A query vector fits one model, so vector methods (exact, ann,
+graph, space) refuse corpora of several. Where one corpus has no BM25 index, the words
+cannot rank across all of them: text and hybrid modes say so, vector mode answers.
+Fusion follows the first corpus's recorded recipe.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from urna.errors import QueryError
 from urna.format.fusion import TEXT_CALIBRATION
+from urna.index.tokenize import language_of
 from urna.search.core import Searcher
 from urna.search.fusion import confidence
 from urna.search.grouping import grouped
@@ -56,25 +58,23 @@ class Several:
         for name, corpus in corpora.items():
             parts = list(shards_of(corpus))
             facts = parts[0].facts
-            key = (facts.manifest.get("model_hash"), facts.dim)
+            key = (facts.manifest.get("model_hash"), facts.dim, facts.tokenizer)
             if facts.tokenizer is not None:
                 tokenizers.setdefault(facts.tokenizer, name)
-            if len(tokenizers) > 1:
-                a, b = tokenizers.values()
-                raise QueryError(
-                    f"corpora {a} and {b} read words with different BM25 tokenizers (built by "
-                    "different urna versions): rebuild one, or search them one at a time"
-                )
             models.setdefault(key, []).extend(range(len(shards), len(shards) + len(parts)))
             shards.extend(parts)
             self._owner.extend([name] * len(parts))
         self.names = list(corpora)
+        self._one_reading = len(tokenizers) <= 1  # one BM25 over all: text mode is one core
         self._searcher = Searcher(shards)
         self._groups: list[tuple[Searcher, list[int]]] = []
         if len(models) > 1:  # a search core per model, its shards' places among all
             self._groups = [(Searcher([shards[i] for i in at]), at) for at in models.values()]
+        self._one_model = len({key[:2] for key in models}) == 1  # one query vector for all
         self._models = [
-            f"{self._owner[at[0]]}: {shards[at[0]].facts.model}" for at in models.values()
+            f"{self._owner[at[0]]}: {shards[at[0]].facts.model}, "
+            f"words in {language_of(shards[at[0]].facts.tokenizer)}"
+            for at in models.values()
         ]
 
     def close(self) -> None:
@@ -92,7 +92,13 @@ class Several:
 
     def run(self, query: Query) -> SearchResult:
         """The query over every corpus at once, each hit naming its corpus."""
-        if not self._groups or (query.method == "text" and query.mode == "text"):
+        text_only = query.method == "text" and query.mode == "text"
+        vector_only = query.method != "text" or query.mode == "vector"
+        if (
+            not self._groups
+            or (text_only and self._one_reading)
+            or (vector_only and self._one_model)
+        ):
             return self._named(self._searcher.run(query))
         if query.method != "text":
             raise QueryError(
@@ -135,8 +141,8 @@ class Several:
         ]
         modes = {r.mode for r in results}
         note = (
-            "corpora of different models (" + "; ".join(self._models) + ") searched each by "
-            "its own model, fused by calibrated confidence"
+            "corpora of different models or readings (" + "; ".join(self._models) + ") "
+            "searched each by its own, fused by calibrated confidence"
         )
         return SearchResult(
             "hybrid" if "hybrid" in modes else results[0].index_type,
