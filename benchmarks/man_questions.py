@@ -40,13 +40,17 @@ def prepare(out: Path, langs: list[str]) -> None:
         folder = out / lang
         folder.mkdir(parents=True, exist_ok=True)
         for name in sorted(set.intersection(*names)):
-            source = gzip.decompress((MAN / lang / "man1" / f"{name}.1.gz").read_bytes())
-            text = subprocess.run(
-                "preconv -e utf-8 | groff -mandoc -Tutf8 -P-cbou",
-                input=source, shell=True, capture_output=True, check=True,
-            ).stdout  # fmt: skip
+            text = render(MAN / lang / "man1" / f"{name}.1.gz")
             if len(text) <= LIMIT or name in right:
                 (folder / f"{name}.txt").write_bytes(text)
+
+
+def render(page: Path) -> bytes:
+    """A gzipped manual page as UTF-8 text (groff, no overstrike)."""
+    return subprocess.run(
+        "preconv -e utf-8 | groff -mandoc -Tutf8 -P-cbou",
+        input=gzip.decompress(page.read_bytes()), shell=True, capture_output=True, check=True,
+    ).stdout  # fmt: skip
 
 
 def rank_of(corpus: object, question: str, page: str, mode: str) -> int | None:
