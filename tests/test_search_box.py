@@ -276,6 +276,30 @@ def test_a_typo_is_read_as_the_word_the_corpus_holds(built: dict[str, Path]) -> 
         assert seen.texts == ["colonny split"]
 
 
+def test_a_file_and_a_collection_respell_a_typo_alike(tmp_path: Path) -> None:
+    """A stem written several ways (``swarms``, ``swarming``, ``swarmed``) is respelt from the
+    chunk of smallest id, so a file and a 4-shard collection of the same chunks embed the
+    same respelt query and answer alike."""
+    forms = ["swarms", "swarming", "swarmed", "swarm"]
+    (tmp_path / "notes").mkdir()
+    for i in range(16):
+        text = f"# Note {i}\n\nThe hive {forms[i % 4]} in spring, {'honey ' * (i % 5)}queen.\n"
+        (tmp_path / "notes" / f"n{i:02d}.md").write_text(text)
+    file, coll = tmp_path / "one.urna", tmp_path / "four"
+    build_file(spec_from_args([tmp_path / "notes"], file), embedder=StoredVectors())
+    build_folder(spec_from_args([tmp_path / "notes"], coll), shards=4, embedder=StoredVectors())
+    seen = {}
+    for name, path in (("file", file), ("collection", coll)):
+        with urna.open(path) as corpus:
+            recording = Recording()
+            hits = corpus.run(Query(text="swsrm hive", k=8, mode="hybrid", embedder=recording))
+            seen[name] = (recording.texts, [h.chunk_id for h in hits.hits])
+    assert seen["file"] == seen["collection"]
+    assert seen["file"][0][0] == "swsrm hive" and seen["file"][0][1] in {
+        f"{form} hive" for form in forms
+    }
+
+
 class Recording(StoredVectors):
     """StoredVectors that remember what they were asked to embed."""
 

@@ -10,13 +10,14 @@ word shorter than 5, a word of a phrase (``"..."``, ``+``, ``-``: those are exac
 word the corpus holds at all. ``typos=False`` (``--no-typos``) turns it off.
 
 In hybrid mode the vector side reads the corrected query too: each typo is respelt as a
-word of the corpus that reads as the stem it was read as (the first such word in the first
-chunk holding the stem, found once and kept), and the model embeds both the query as typed
-and as respelt, the vector side searching by their mean: a real word wrongly read as a typo
-(``canker`` as ``cancer``) still counts half. Embedding the respelt query alone kept a
-little more of the typo'd queries' nDCG@10 on two sets of three but lowered clean nfcorpus
-five times as much (``benchmarks/typo_robustness.py``; the figures are in the docs).
-Vector mode asks for the model alone and embeds the query as typed.
+word of the corpus that reads as the stem it was read as (the first such word in the chunk
+of smallest id holding it, found once and kept: the same in a file and a collection), and
+the model embeds both the query as typed and as respelt, the vector side searching by
+their mean: a real word wrongly read as a typo (``myelopathy`` as ``myopathy``) still
+counts half. Embedding the respelt query alone kept a little more of the typo'd queries'
+nDCG@10 on two sets of three but lowered clean nfcorpus five times as much
+(``benchmarks/typo_robustness.py``; the figures are in the docs). Vector mode asks for the
+model alone and embeds the query as typed.
 
 What it does not do: a word the corpus holds rarely beside a far more frequent neighbour is
 left as it is (the vocabulary cannot tell a rare word from a typo, and BM25 weighs a
@@ -30,6 +31,7 @@ dictionary look-up a word (``benchmarks/bench_syntax.py`` gives the costs).
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -39,6 +41,7 @@ import numpy as np
 from urna.index.bm25 import BM25Index
 
 ONE_EDIT, TWO_EDITS = 5, 9  # word lengths from which 1 and 2 edits are tolerated
+LOOKED = 8  # chunks read for a word that respells a stem
 WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -53,10 +56,14 @@ class Vocabulary:
     collection's shards): the sorted list is made on the first look-up that needs it."""
 
     def __init__(
-        self, indexes: Sequence[BM25Index], texts: Sequence[Callable[[int], str]] = ()
+        self,
+        indexes: Sequence[BM25Index],
+        texts: Sequence[Callable[[int], str]] = (),
+        ids: Sequence[Callable[[int], str]] = (),
     ) -> None:
         self._indexes = indexes
         self._texts = texts  # each index's chunk texts by ordinal, to respell a stem
+        self._ids = ids  # and its chunk ids, which choose the chunk a stem is respelt from
         self._lock = threading.Lock()
         self._sorted: tuple[dict[int, list[str]], dict[str, int]] | None = None
         self._words: dict[str, str | None] = {}
@@ -70,7 +77,8 @@ class Vocabulary:
         if any(index is None for index in indexes):
             return None
         texts = [lambda i, s=shard: s.chunk(i).text for shard in shards]
-        return cls([index for index in indexes if index is not None], texts)
+        ids = [lambda i, s=shard: s.chunk_id(i) for shard in shards]
+        return cls([index for index in indexes if index is not None], texts, ids)
 
     def holds(self, token: str) -> bool:
         return any(token in index.term_index for index in self._indexes)
@@ -113,20 +121,19 @@ class Vocabulary:
         return min(found, key=lambda t: (found[t], -df[t], t))
 
     def word_for(self, stem: str, tokenize: Callable[[str], list[str]]) -> str | None:
-        """A word of the corpus that reads as ``stem``, from the chunks weighing it most (a
-        chunk may hold a stem only through its neighbours' context); None when none of the
-        first few holds it or no chunk text is at hand."""
+        """A word of the corpus that reads as ``stem``: the first in the chunk of smallest
+        chunk id holding it in its own text (a chunk may hold a stem only through its
+        neighbours' context). Chunk ids are the chunks' own, so a file and a collection of
+        the same chunks respell alike, however they are cut. None when none of the first
+        ``LOOKED`` such chunks holds it, or no chunk text is at hand."""
         if stem not in self._words:
+            held = []
+            for s, index in enumerate(self._indexes[: len(self._texts)]):
+                held += [(self._ids[s](int(i)), s, int(i)) for i in index.postings(stem)[0]]
             found = None
-            for index, text in zip(self._indexes, self._texts, strict=False):
-                ids, weights = index.postings(stem)
-                for at in np.argsort(-weights, kind="stable")[:8].tolist():
-                    words = WORD.finditer(text(int(ids[at])))
-                    found = next(
-                        (w.group(0) for w in words if tokenize(w.group(0)) == [stem]), None
-                    )
-                    if found is not None:
-                        break
+            for _, s, i in heapq.nsmallest(LOOKED, held):
+                words = WORD.finditer(self._texts[s](i))
+                found = next((w.group(0) for w in words if tokenize(w.group(0)) == [stem]), None)
                 if found is not None:
                     break
             self._words[stem] = found
