@@ -161,6 +161,19 @@ def _trusted(
     return bool(matrix.memo[key])
 
 
+def trusted_query(matrix: Matrix, q: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+    """(the query in the stored type, its factor, the bound B) for a quantized matrix whose
+    kernel agrees with the exact scores; None where it cannot be used."""
+    prepared = _rounded_query(matrix, q)
+    if prepared is None:
+        return None
+    rounded, factor, delta = prepared
+    own = _bound(matrix, delta, q)
+    if not np.isfinite(own) or not _trusted(matrix, q, rounded, factor, own):
+        return None
+    return rounded, factor, own
+
+
 def quantized_top_k(
     matrix: Matrix,
     query: np.ndarray,
@@ -179,13 +192,10 @@ def quantized_top_k(
     if matrix.encoding == Encoding.RAW or n < MIN_ROWS or _kernels() is None or k > n // 8:
         return None
     q = np.asarray(query, dtype=np.float32)
-    prepared = _rounded_query(matrix, q)
+    prepared = trusted_query(matrix, q)
     if prepared is None:
         return None
-    rounded, factor, delta = prepared
-    own = _bound(matrix, delta, q)
-    if not np.isfinite(own) or not _trusted(matrix, q, rounded, factor, own):
-        return None
+    rounded, factor, own = prepared
     bound = own + off_by
     if allowed is None:
         approx, tops = _approximate(matrix, rounded, n, k)

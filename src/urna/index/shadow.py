@@ -30,14 +30,7 @@ import numpy as np
 
 from urna.format.embeddings import Matrix, quantize_int8
 from urna.format.layout import Encoding
-from urna.index.scan import (
-    MIN_ROWS,
-    _approximate,
-    _bound,
-    _rounded_query,
-    _trusted,
-    quantized_top_k,
-)
+from urna.index.scan import MIN_ROWS, _approximate, quantized_top_k, trusted_query
 
 AFTER = 2  # exact queries an open matrix answers before it is copied
 BLOCK = 65536  # rows quantized at a time
@@ -104,13 +97,10 @@ def shadow_scores(matrix: Matrix, query: np.ndarray) -> tuple[np.ndarray, float]
         return None
     copy, error = found
     q = np.asarray(query, dtype=np.float32)
-    prepared = _rounded_query(copy, q)
+    prepared = trusted_query(copy, q)
     if prepared is None:
         return None
-    rounded, factor, delta = prepared
-    own = _bound(copy, delta, q)
-    if not np.isfinite(own) or not _trusted(copy, q, rounded, factor, own):
-        return None
+    rounded, factor, own = prepared
     approx, _ = _approximate(copy, rounded, copy.n)
     with np.errstate(over="ignore", invalid="ignore"):
         approx *= np.float32(factor)  # one more float32 rounding, bounded below
