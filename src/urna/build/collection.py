@@ -99,7 +99,7 @@ def plan(
     entries: list[list[str]] = [[] for _ in range(n_shards)]
     holders: list[dict[str, Found]] = [{} for _ in range(n_shards)]
     fingerprints: dict[str, str] = {}
-    loaded = load_files(files, summary, warn, spec.fields)
+    loaded = load_files(files, summary, warn, spec.fields, spec.lang)
     dropped = keepers((d.source_uri, text_sha(d)) for _, docs in loaded for d in docs)
     for uri, held in sorted(dropped.items()):
         warn(f"skipped {uri}: the same text as {held}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from urna.build.discover import Found, discover
 from urna.build.duplicates import distinct, text_sha
 from urna.build.fields import FieldRules
+from urna.build.language import with_language
 from urna.build.progress import Progress
 from urna.build.spec import BuildSpec
 from urna.build.summary import BuildSummary, Report
@@ -97,7 +98,9 @@ def load_all(
     for at in range(0, len(files), STEP):
         some = files[at : at + STEP]
         docs.extend(
-            doc for _, found in load_files(some, summary, warn, spec.fields) for doc in found
+            doc
+            for _, found in load_files(some, summary, warn, spec.fields, spec.lang)
+            for doc in found
         )
         shown.advance(len(some))
     docs.sort(key=canonical_order)
@@ -114,9 +117,11 @@ def load_files(
     summary: BuildSummary | None,
     warn: Report,
     rules: FieldRules | None = None,
+    lang: str | None = None,
 ) -> list[tuple[Found, list[Document]]]:
     """Each readable file's documents, their metadata as the spec's rules leave it
-    (``build/fields.py``); a file that cannot be read is reported and skipped."""
+    (``build/fields.py``), with their language under ``lang`` auto
+    (``build/language.py``); a file that cannot be read is reported and skipped."""
     out = []
     rules = rules or FieldRules()
     for found in files:
@@ -124,6 +129,8 @@ def load_files(
             docs = load(found.path, found.source_uri)
             for doc in docs:
                 doc.metadata = rules.apply(doc)
+                if lang == "auto":
+                    doc.metadata = with_language(doc.metadata, doc)
         except (UrnaError, ValueError, OSError) as exc:
             reason = str(exc) or type(exc).__name__
         except Exception as exc:  # a parser library's own error on a malformed file

@@ -60,7 +60,7 @@ def shard_docs(task: ShardTask) -> list[Origin]:
     """The shard's documents (sorted by source_uri) and the files they came from."""
     lo, hi = task.buckets
     out: list[Origin] = []
-    for found, loaded in load_files(task.files, None, quiet, task.spec.fields):
+    for found, loaded in load_files(task.files, None, quiet, task.spec.fields, task.spec.lang):
         mine = [
             d
             for d in loaded

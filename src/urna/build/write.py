@@ -33,6 +33,7 @@ from urna.index.graph import TOP_M as GRAPH_TOP_M
 from urna.index.graph import build_payload as build_graph
 from urna.index.hnsw import HNSWIndex
 from urna.index.hnsw import build_payload as build_hnsw
+from urna.index.mixed import FIELD
 from urna.index.tokenize import tokenizer_name
 from urna.ingest.context import RECIPES as CONTEXT_RECIPES
 from urna.ingest.context import bm25_texts
@@ -326,6 +327,7 @@ def _index_sections(
             sources=cols.uris,
             divisor=CONTEXT_DIVISOR,
             tokenizer=tokenizer_name(language),
+            languages=[f.get(FIELD) for f in cols.fields] if language == "auto" else None,
         )
     if hnsw:
         ann = build_hnsw(matrix)

@@ -99,7 +99,8 @@ SPEC_OPTIONS = (
     metavar="CODE",
     callback=lambda _c, _p, v: None if v is None else checked(v),
     help="The language BM25 reads the words in (stemmer, stop words): en (default), de, fr, "
-    "es, it, nl, pt, ru, sv, ...",
+    "es, it, nl, pt, ru, sv, ...; or auto: each document in its own (its lang field, else "
+    "detected), stored as its lang field.",
 )
 @click.option(
     "--shards",

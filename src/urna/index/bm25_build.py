@@ -18,7 +18,8 @@ import numpy as np
 
 from urna.format.sections import U32
 from urna.index.bm25 import _HEAD, K1, B, idf
-from urna.index.tokenize import TOKENIZER_VERSION, tokenizer_for
+from urna.index.mixed import reader_of
+from urna.index.tokenize import PER_DOCUMENT, TOKENIZER_VERSION, tokenizer_for
 
 
 def build_payload(
@@ -29,21 +30,28 @@ def build_payload(
     tokenizer: str = TOKENIZER_VERSION,
     sources: Sequence[object] | None = None,
     divisor: int = 0,
+    languages: Sequence[object] | None = None,
 ) -> bytes:
     """The 0x08 payload for these chunk texts (in file order), tokenized by ``tokenizer``.
     With ``divisor`` m >= 1 (version 2), each chunk also holds its neighbours of the same
-    source (``sources``: one key per chunk) at weight 1/m."""
+    source (``sources``: one key per chunk) at weight 1/m. Under version 5, ``languages``
+    holds each chunk's ``lang`` field (``index/mixed.py``)."""
     tokenize = tokenizer_for(tokenizer)
     if tokenize is None:
         raise ValueError(f"unknown tokenizer {tokenizer!r}")
     if divisor and (sources is None or len(sources) != len(documents)):
         raise ValueError("a context divisor needs one source key per document")
+    readers = None
+    if tokenizer == PER_DOCUMENT:
+        if languages is None or len(languages) != len(documents):
+            raise ValueError("a per-document tokenizer needs one language per document")
+        readers = [reader_of(v) for v in languages]
     n = len(documents)
     numbers: dict[str, int] = {}
     docs, terms, freqs = array("I"), array("I"), array("I")
     lengths = np.zeros(n, dtype=np.int64)
     for at, text in enumerate(documents):
-        counts = Counter(tokenize(text))
+        counts = Counter((readers[at] if readers else tokenize)(text))
         lengths[at] = sum(counts.values())
         docs.extend([at] * len(counts))
         terms.extend(numbers.setdefault(t, len(numbers)) for t in counts)

@@ -16,11 +16,16 @@ def _bad(message: str) -> FormatError:
     return FormatError(f"bm25 index: {message}", check=18, section=WHERE)
 
 
-def check_rebuilt(payload: memoryview, documents: Sequence[str], sources: Sequence[object]) -> None:
+def check_rebuilt(
+    payload: memoryview,
+    documents: Sequence[str],
+    sources: Sequence[object],
+    languages: Sequence[object] | None = None,
+) -> None:
     """Refuse a stored index that is not what ``build_payload`` makes of ``documents`` (the
     texts it derives from, with ``sources``, each chunk's source, for its neighbours) with
-    the parameters, tokenizer and context it records: every weight, posting, term and
-    length recomputed."""
+    the parameters, tokenizer and context it records (and, under version 5, each chunk's
+    ``lang`` field, ``languages``): every weight, posting, term and length recomputed."""
     stored = BM25Index(payload, len(documents))
     # The parameters were written as float32: the shortest decimal that rounds to them is
     # the value the build computed with (1.2, not 1.2000000476837158).
@@ -33,6 +38,7 @@ def check_rebuilt(payload: memoryview, documents: Sequence[str], sources: Sequen
             tokenizer=stored.tokenizer,
             sources=sources,
             divisor=stored.divisor,
+            languages=languages,
         )
     except ValueError as exc:
         raise _bad(str(exc)) from None

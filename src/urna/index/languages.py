@@ -52,11 +52,15 @@ AS_ENGLISH = ("en", "zh", "ja", "ko")
 
 
 def checked(code: str) -> str:
-    """``code`` as a language BM25 can read, or a BuildError naming those it can."""
+    """``code`` as a language BM25 can read (or ``auto``: each document in its own,
+    ``index/mixed.py``), or a BuildError naming those it can."""
     lang = code.strip().lower()
-    if lang not in LANGUAGES and lang not in AS_ENGLISH:
+    if lang not in LANGUAGES and lang not in AS_ENGLISH and lang != "auto":
         known = ", ".join(sorted({*LANGUAGES, *AS_ENGLISH}))
-        raise BuildError(f"unknown language {code!r} for --lang; known: {known}")
+        raise BuildError(
+            f"unknown language {code!r} for --lang; known: {known}, or auto (each "
+            "document in its own)"
+        )
     return lang
 
 

@@ -29,6 +29,7 @@
   Snowball stemmer, and its NLTK stop words for documents and queries alike. Its name
   carries the language (``urna-bm25-tokens/4 lang=de ...``), so a file's queries are read
   as its chunks were. English stays version 3.
+* Version 5 reads each chunk in its own document's language (``index/mixed.py``).
 
 Written by hand: bm25s's and Lucene's analyzers split identifiers apart and know no CJK
 bigrams without a dictionary; the rules above are a few lines over ``re`` and PyStemmer.
@@ -203,6 +204,11 @@ def tokenize_v2(text: str) -> list[str]:
 
 
 V4 = "urna-bm25-tokens/4"
+# Version 5: each chunk read in its document's language, its ``lang`` field (index/mixed.py)
+PER_DOCUMENT = (
+    "urna-bm25-tokens/5 lang=auto field=lang nltk-stop snowball cjk-bigram no-latin-1 "
+    "no-digit-1 hyphen-split"
+)
 
 
 def tokenizer_name(lang: str | None) -> str:
@@ -212,6 +218,8 @@ def tokenizer_name(lang: str | None) -> str:
 
     if lang is None or lang in AS_ENGLISH:
         return TOKENIZER_VERSION
+    if lang == "auto":
+        return PER_DOCUMENT
     algorithm, stop = LANGUAGES[lang]
     stops = f"{lang}-nltk-stop" if stop else "no-stop"
     rest = "cjk-bigram no-latin-1 no-digit-1 hyphen-split"
@@ -219,22 +227,42 @@ def tokenizer_name(lang: str | None) -> str:
 
 
 def language_of(name: str | None) -> str:
-    """The language a tokenizer name reads (``en`` for versions 1 to 3)."""
+    """The language a tokenizer name reads (``en`` for versions 1 to 3, ``auto`` for 5)."""
+    if name == PER_DOCUMENT:
+        return "auto"
     if name and name.startswith(V4 + " lang="):
         return name[len(V4) + 6 :].split(" ", 1)[0]
     return "en"
 
 
+@lru_cache(maxsize=64)
+def read_in(lang: str) -> Tokenizer:
+    """How a document in ``lang`` is read: version 3 for English (and Chinese, Japanese and
+    Korean), version 4's rules in that language otherwise."""
+    from urna.index.languages import AS_ENGLISH, LANGUAGES, stop_words
+
+    if lang in AS_ENGLISH:
+        return tokenize
+    rules = replace(_V3, stopwords=stop_words(lang), stemmer=LANGUAGES[lang][0])
+    return lambda text: _tokens(text, rules)
+
+
+def query_in(lang: str) -> Tokenizer:
+    """How a query in ``lang`` is read (version 3 drops NLTK's English stop words too)."""
+    from urna.index.languages import AS_ENGLISH
+
+    return tokenize_query if lang in AS_ENGLISH else read_in(lang)
+
+
 def _language_tokenizer(name: str) -> Tokenizer | None:
     """Version 4's tokenizer for ``name`` (documents and queries alike), or None when the
     name is not one urna writes."""
-    from urna.index.languages import LANGUAGES, stop_words
+    from urna.index.languages import LANGUAGES
 
     lang = language_of(name)
     if lang not in LANGUAGES or tokenizer_name(lang) != name:
         return None
-    rules = replace(_V3, stopwords=stop_words(lang), stemmer=LANGUAGES[lang][0])
-    return lambda text: _tokens(text, rules)
+    return read_in(lang)
 
 
 _BY_NAME: dict[str, Tokenizer] = {}
@@ -243,6 +271,7 @@ _BY_NAME: dict[str, Tokenizer] = {}
 def tokenizer_for(name: str) -> Tokenizer | None:
     """The document tokenizer a file's BM25 index names, or None when urna does not know it."""
     known = {TOKENIZER_V1: tokenize_v1, TOKENIZER_V2: tokenize_v2, TOKENIZER_VERSION: tokenize}
+    known[PER_DOCUMENT] = tokenize  # a chunk without a language field (``index/mixed.py``)
     if name in known:
         return known[name]
     found = _BY_NAME.get(name)
@@ -255,6 +284,6 @@ def tokenizer_for(name: str) -> Tokenizer | None:
 
 def query_tokenizer_for(name: str) -> Tokenizer | None:
     """How queries to an index of tokenizer ``name`` are tokenized (None: unknown)."""
-    if name == TOKENIZER_VERSION:
+    if name in (TOKENIZER_VERSION, PER_DOCUMENT):  # 5: a searcher reads by its languages
         return tokenize_query
     return tokenizer_for(name)

@@ -36,7 +36,8 @@ from urna.embed.registry import resolve_query
 from urna.errors import QueryError
 from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
-from urna.index.tokenize import query_tokenizer_for, tokenize_query
+from urna.index.mixed import MixedQuery
+from urna.index.tokenize import PER_DOCUMENT, query_tokenizer_for, tokenize_query
 from urna.search.complete import filler
 from urna.search.facets import check_facets, facets_of, shaped
 from urna.search.fanout import Fanout
@@ -75,6 +76,9 @@ class Searcher(Fanout):
         self.manifest, self.fusion = first.manifest, first.fusion
         self.has_text_index = all(s.facts.has_text_index for s in self.shards)
         self.tokenize = query_tokenizer_for(first.tokenizer or "") or tokenize_query
+        self.languages = tuple(sorted({x for s in self.shards for x in s.facts.languages}))
+        if first.tokenizer == PER_DOCUMENT:  # each chunk in its own language
+            self.tokenize = MixedQuery(self.languages or ("en",))
         self._schema: dict[str, dict[str, int]] | None = None
         self.live = sum(s.facts.live for s in self.shards)  # less the catalog's deletions
         self.deletions = self.live != int(self.offsets[-1])
@@ -119,7 +123,8 @@ class Searcher(Fanout):
         if query.group is not None:
             return grouped(query, self.run, self.live)
         k = query.k
-        query, rule = read_query(query, self.schema(), self.shards[0].facts.tokenizer)
+        facts = self.shards[0].facts
+        query, rule = read_query(query, self.schema(), facts.tokenizer, self.languages)
         kept = self.kept(query, rule)
         counted = kept is not None or self.deletions
         searched = sum(self.each(lambda s: s.count(kept), threads=False)) if counted else self.live
@@ -265,19 +270,21 @@ class Searcher(Fanout):
         mode, the typos respelt as the corpus's words)."""
         text = str(query.text)
         terms = self.tokenize(text)
+        reading = self.tokenize.note(text) if isinstance(self.tokenize, MixedQuery) else ""
         if not query.typos or mode == "vector":
-            return terms, "", text
+            return terms, reading, text
         if self._vocabulary is None:
             self._vocabulary = Vocabulary.of(self.shards) or False
         vocabulary = self._vocabulary
         if not isinstance(vocabulary, Vocabulary):
             return terms, "", text
         rule = kept.text if kept is not None else None
-        exact = {t for seq in (rule.required + rule.excluded) for t in seq} if rule else set()
+        exact = rule.tokens() if rule else set()
         terms, fixes = corrected(text, terms, vocabulary, self.tokenize, exact)
         read = ", ".join(f"{a} as {b}" for a, b in fixes.items())
         embedded = respelt(text, fixes, vocabulary, self.tokenize) if mode == "hybrid" else text
-        return terms, f"typos read: {read}" if read else "", embedded
+        notes = (reading, f"typos read: {read}" if read else "")
+        return terms, "; ".join(n for n in notes if n), embedded
 
     def _facets(
         self, names: tuple[str, ...], ranked: Ranked, terms: list[str], kept: Filter | None

@@ -34,6 +34,7 @@ from urna.index.graph import NEXT, PREVIOUS, SEMANTIC, ChunkGraph
 from urna.index.graph import WHERE as GRAPH_WHERE
 from urna.index.hnsw import WHERE as HNSW_WHERE
 from urna.index.hnsw import HNSWIndex
+from urna.index.mixed import FIELD
 from urna.index.rowscore import row_scores
 from urna.ingest.context import bm25_texts
 
@@ -70,7 +71,14 @@ def audit_derived(
         chunks = [store.chunk(i) for i in range(store.n)]
         recipe = container.manifest.get("embed_context")
         texts = bm25_texts(chunks, recipe)
-        check_rebuilt(container.payload(SectionId.BM25_INDEX), texts, store.source_uris)
+        fields = container.chunk_fields
+        languages = (
+            [fields.records[int(r)].get(FIELD) for r in fields.of_chunk.tolist()]
+            if fields is not None
+            else [None] * store.n
+        )
+        payload = container.payload(SectionId.BM25_INDEX)
+        check_rebuilt(payload, texts, store.source_uris, languages)
     if hnsw is not None:  # before the graph, which takes its semantic edges from it
         check_hnsw(container, hnsw)
     if graph is not None:

@@ -40,7 +40,9 @@ from urna.index.bm25_global import GlobalScorer, TermStats
 from urna.index.exact import exact_top_k, load_rerank_matrix, rerank_top, scanned
 from urna.index.graph import load_graph
 from urna.index.hnsw import load_hnsw
+from urna.index.mixed import FIELD, languages_of
 from urna.index.rowscore import row_scores
+from urna.index.tokenize import PER_DOCUMENT
 from urna.index.topk import top_k
 from urna.search.cite import Citation, check_source, extractors_of, parse_citation, roots_of
 from urna.search.derived import audit_derived
@@ -53,7 +55,7 @@ from urna.search.query import prepare
 from urna.search.result import Hit
 from urna.search.shard import RERANK_FACTOR, HitSpec, Pair, Ranking, ShardFacts
 from urna.search.where import Schema
-from urna.search.words import words_of
+from urna.search.words import Readers, words_of
 
 Stats = TermStats | None  # a collection's statistics, or None for the file's own
 
@@ -67,13 +69,13 @@ class FileShard(FileView):
         super().__init__(container)
         self.fusion = FusionParams.from_manifest(self.manifest)
         self._bm25 = load_bm25(container)
-        self._hnsw = load_hnsw(container)
-        self._graph = load_graph(container)
+        self._hnsw, self._graph = load_hnsw(container), load_graph(container)
         self._rerank = load_rerank_matrix(container)
         self._store = ChunkStore(container)
         self._columns = FieldColumns(self._store, container.chunk_fields)
-        self._filters = FilterIndex(self._columns, words_of(self._store, self._bm25))
-        self.hit_maker = HitMaker.of(self._store, self._columns, self.model, self._c, self._bm25)
+        read = Readers(self._bm25.tokenizer if self._bm25 is not None else None, self._columns)
+        self._filters = FilterIndex(self._columns, words_of(self._store, read, self._bm25))
+        self.hit_maker = HitMaker.of(self._store, self._columns, self.model, self._c, read)
         self._scorer: GlobalScorer | None = None
         self._dead: np.ndarray | None = None  # chunks deleted (a bool mask), None for none
         self._live: np.ndarray | None = None  # their complement, as sorted ordinals
@@ -374,4 +376,10 @@ def facts_of(view: FileShard, tokenizer: str | None) -> ShardFacts:
         has_ann_index=view.has_ann_index,
         has_graph_index=view.has_graph_index,
         index_type=view.index_type,
+        languages=_languages(view) if tokenizer == PER_DOCUMENT else (),
     )
+
+
+def _languages(view: FileShard) -> tuple[str, ...]:
+    """The languages a file's chunks are read in under version 5 (``index/mixed.py``)."""
+    return languages_of(view._columns.column(FIELD)[0] or [None])

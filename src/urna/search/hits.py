@@ -13,7 +13,7 @@ from urna.search.metadata import FieldColumns
 from urna.search.result import Hit
 from urna.search.shard import HitSpec
 from urna.search.snippet import around
-from urna.search.words import document_tokenizer
+from urna.search.words import Readers
 
 
 class HitMaker:
@@ -25,9 +25,9 @@ class HitMaker:
         columns: FieldColumns,
         model: str,
         file_hash: Callable[[], str],
-        tokenize: Callable[[str], list[str]] | None = None,
+        read: Readers | None = None,
     ) -> None:
-        self._tokenize = tokenize  # the file's BM25 tokenizer, for highlights
+        self._read = read  # how the file's BM25 index reads each chunk, for highlights
         self._store = store
         self._columns = columns
         self._model = model
@@ -35,11 +35,10 @@ class HitMaker:
 
     @classmethod
     def of(
-        cls, store: ChunkStore, columns: FieldColumns, model: str, file: Any, bm25: Any
+        cls, store: ChunkStore, columns: FieldColumns, model: str, file: Any, read: Readers
     ) -> HitMaker:
         """The maker of one open file (``file``: its container, whose hash is read once
         asked), marking words as its BM25 index reads them."""
-        read = document_tokenizer(bm25.tokenizer if bm25 is not None else None)
         return cls(store, columns, model, lambda: file.file_hash, read)
 
     def __call__(self, idx: np.ndarray, scores: np.ndarray, spec: HitSpec) -> list[Hit]:
@@ -64,8 +63,8 @@ class HitMaker:
         terms = spec.terms
         marks = (
             None
-            if terms is None or self._tokenize is None
-            else highlights(c.text, terms, self._tokenize)
+            if terms is None or self._read is None
+            else highlights(c.text, terms, self._read(i))
         )
         return Hit(
             rank=rank,

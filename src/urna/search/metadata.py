@@ -30,6 +30,14 @@ class FieldColumns:
             return {}
         return dict(self._fields.records[int(self._fields.of_chunk[i])])
 
+    def column(self, name: str) -> tuple[list[Value | None], np.ndarray]:
+        """Field ``name`` as each distinct record holds it (None where absent), and each
+        chunk's record (index ``len(values)`` for all chunks of a file without fields)."""
+        if self._fields is None:
+            return [], np.zeros(self.n, dtype=np.int64)
+        values = [r.get(name) for r in self._fields.records]
+        return values, np.asarray(self._fields.of_chunk, dtype=np.int64)
+
     @cached_property
     def schema(self) -> dict[str, dict[str, int]]:
         """Every field with the chunks holding each of its types."""

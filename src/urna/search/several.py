@@ -73,7 +73,7 @@ class Several:
         self._one_model = len({key[:2] for key in models}) == 1  # one query vector for all
         self._models = [
             f"{self._owner[at[0]]}: {shards[at[0]].facts.model}, "
-            f"words in {language_of(shards[at[0]].facts.tokenizer)}"
+            f"words in {_reading(language_of(shards[at[0]].facts.tokenizer))}"
             for at in models.values()
         ]
 
@@ -162,6 +162,10 @@ class Several:
 
 def _fits(embedder: Any, searcher: Searcher) -> bool:
     return getattr(embedder, "model_hash", None) == searcher.manifest.get("model_hash")
+
+
+def _reading(lang: str) -> str:
+    return "each document's language" if lang == "auto" else lang
 
 
 def _shard(several: Several, ordinal: int) -> int:

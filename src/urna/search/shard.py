@@ -44,6 +44,7 @@ class ShardFacts:
     has_graph_index: bool
     index_type: str
     deleted: int = 0  # chunks the collection's catalog deletes from this file
+    languages: tuple[str, ...] = ()  # under tokenizer version 5, those its chunks are read in
 
     @property
     def live(self) -> int:

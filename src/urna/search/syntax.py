@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from urna.errors import QueryError
+from urna.index.tokenize import PER_DOCUMENT, Tokenizer, read_in
 from urna.search.request import Query
 from urna.search.where import Schema, parse_where
 from urna.search.words import TextRule, document_tokenizer
@@ -184,34 +185,54 @@ def parse_query(text: str, fields: Collection[str]) -> Parsed:
 
 
 def read_query(
-    query: Query, schema: Schema, tokenizer: str | None
+    query: Query, schema: Schema, tokenizer: str | None, languages: tuple[str, ...] = ()
 ) -> tuple[Query, TextRule | None]:
     """A text query with its syntax read: its text to search, its where-filter with the
     query's fields added, and the phrases and words its chunks must and must not hold, as
-    the file's BM25 tokenizer (``tokenizer``) reads them. A query without syntax, or any
-    other method, comes back as it is."""
+    the file's BM25 tokenizer (``tokenizer``) reads them (under version 5, as each of the
+    corpus's ``languages`` reads them). A query without syntax, or any other method, comes
+    back as it is."""
     if query.method != "text" or not isinstance(query.text, str):
         return query, None
     parsed = parse_query(query.text, schema)
     if not parsed.syntax:
         return query, None
-    read = document_tokenizer(tokenizer)
-    sequences = []
-    for group in (parsed.required, parsed.excluded):
-        seqs = []
-        for term in group:
-            tokens = tuple(read(term))
-            if not tokens:
-                raise QueryError(f'"{term}" holds no word the index reads (only stop words)')
-            seqs.append(tokens)
-        sequences.append(tuple(seqs))
-    rule = TextRule(sequences[0], sequences[1]) if any(sequences) else None
+    rule = None
+    if not (parsed.required or parsed.excluded):
+        pass
+    elif tokenizer == PER_DOCUMENT:
+        langs = languages or ("en",)
+        readings = [(x, _rule(parsed, read_in(x))) for x in langs]
+        kept = tuple((x, r) for x, r in readings if r is not None)
+        if not kept:  # no language reads a required term as a word: say which
+            _rule(parsed, read_in(langs[0]), strict=True)
+        rule = TextRule(readings=kept)
+    else:
+        rule = _rule(parsed, document_tokenizer(tokenizer), strict=True)
     where = _fields_where(parsed.where, schema)
     if where is not None and query.where not in (None, "", {}):
         given = parse_where(query.where)  # a bad --where says so as it always has
         assert given is not None
         where = {"$and": [_plain_where(query.where), where]}
     return replace(query, text=parsed.text, where=where or query.where), rule
+
+
+def _rule(parsed: Parsed, read: Tokenizer, *, strict: bool = False) -> TextRule | None:
+    """The phrases and words of ``parsed`` as ``read`` reads them. A term that reads as no
+    word is refused (``strict``); else a required one makes the reading hold nothing (None)
+    and an excluded one excludes nothing."""
+    required: list[tuple[str, ...]] = []
+    excluded: list[tuple[str, ...]] = []
+    for group, into in ((parsed.required, required), (parsed.excluded, excluded)):
+        for term in group:
+            tokens = tuple(read(term))
+            if tokens:
+                into.append(tokens)
+            elif strict:
+                raise QueryError(f'"{term}" holds no word the index reads (only stop words)')
+            elif into is required:
+                return None
+    return TextRule(tuple(required), tuple(excluded))
 
 
 def _fields_where(where: dict[str, Any] | None, schema: Schema) -> dict[str, Any] | None:

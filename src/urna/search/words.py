@@ -6,7 +6,9 @@ A chunk holds a sequence of tokens when its stored text, read by the file's BM25
 BM25 postings name the candidates (a chunk holding every token of the sequence, in its
 text or, as BM25 in context weighs them, in a neighbour's), and each candidate's own text
 is read again to decide, so the answer is what a scan of every stored text would give. A
-file without a BM25 index is scanned whole.
+file without a BM25 index is scanned whole. Under version 5 (``index/mixed.py``) each chunk
+is read in its own language, and a phrase is read in each language the corpus holds: a
+chunk holds it when it holds the phrase as read in the chunk's language.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import numpy as np
 
 from urna.format.chunks import ChunkStore
 from urna.index.bm25 import BM25Index
-from urna.index.tokenize import tokenize, tokenizer_for
+from urna.index.mixed import FIELD, analysis_of
+from urna.index.tokenize import PER_DOCUMENT, Tokenizer, read_in, tokenize, tokenizer_for
+from urna.search.metadata import FieldColumns
 
 Tokens = tuple[str, ...]
 
@@ -29,6 +33,16 @@ class TextRule:
 
     required: tuple[Tokens, ...] = ()
     excluded: tuple[Tokens, ...] = ()
+    # version 5: the rule as read in each language the corpus holds (then the two above
+    # are empty), applied to the chunks read in that language
+    readings: tuple[tuple[str, TextRule], ...] = ()
+
+    def tokens(self) -> set[str]:
+        """Every token the rule names, in any reading."""
+        out = {t for seq in self.required + self.excluded for t in seq}
+        for _, rule in self.readings:
+            out |= rule.tokens()
+        return out
 
 
 def holds(tokens: Sequence[str], seq: Tokens) -> bool:
@@ -42,21 +56,50 @@ def holds(tokens: Sequence[str], seq: Tokens) -> bool:
     )
 
 
+class Readers:
+    """How one file reads each chunk's words: as its BM25 tokenizer names (the current
+    tokenizer for a file without one), or under version 5 in the chunk's own language."""
+
+    def __init__(self, name: str | None, columns: FieldColumns) -> None:
+        self.per_document = name == PER_DOCUMENT
+        self._one = document_tokenizer(name)
+        self._columns = columns
+
+    def language(self, i: int) -> str:
+        """The language chunk ``i`` is read in ("" where the file reads one way)."""
+        if not self.per_document:
+            return ""
+        return analysis_of(self._columns.record(i).get(FIELD))
+
+    def languages(self) -> np.ndarray:
+        """Each chunk's language ("" where the file reads one way)."""
+        if not self.per_document:
+            return np.full(self._columns.n, "", dtype=object)
+        values, of_chunk = self._columns.column(FIELD)
+        codes = np.array([analysis_of(v) for v in values] + ["en"], dtype=object)
+        return codes[of_chunk]
+
+    def __call__(self, i: int) -> Tokenizer:
+        return read_in(self.language(i)) if self.per_document else self._one
+
+
 class Words:
     """One file's chunks, read for the token sequences they hold."""
 
     def __init__(
-        self,
-        n: int,
-        text_of: Callable[[int], str],
-        tokenize: Callable[[str], list[str]],
-        bm25: BM25Index | None,
+        self, n: int, text_of: Callable[[int], str], read: Readers, bm25: BM25Index | None
     ) -> None:
-        self.n, self._text_of, self._tokenize, self._bm25 = n, text_of, tokenize, bm25
+        self.n, self._text_of, self._read, self._bm25 = n, text_of, read, bm25
 
     def mask(self, rule: TextRule, among: np.ndarray) -> np.ndarray:
         """Of the chunks ``among`` (what the other filters keep), those that hold every
         required sequence and no excluded one."""
+        if rule.readings:
+            keep = np.zeros(self.n, dtype=bool)
+            codes = self._read.languages()[among]
+            for lang, one in rule.readings:
+                keep |= self.mask(one, among[codes == lang])
+            return keep
         keep = np.zeros(self.n, dtype=bool)
         keep[among] = True
         for seq in rule.required:
@@ -74,7 +117,7 @@ class Words:
                 rows = self._bm25.postings(token)[0].astype(np.int64)
                 candidates = np.intersect1d(candidates, rows, assume_unique=True)
         for i in candidates.tolist():
-            if holds(self._tokenize(self._text_of(i)), seq):
+            if holds(self._read(i)(self._text_of(i)), seq):
                 out[i] = True
         return out
 
@@ -85,7 +128,6 @@ def document_tokenizer(name: str | None) -> Callable[[str], list[str]]:
     return (tokenizer_for(name) if name else None) or tokenize
 
 
-def words_of(store: ChunkStore, bm25: BM25Index | None) -> Words:
-    """The words of one file's chunks, read by its BM25 tokenizer."""
-    read = document_tokenizer(bm25.tokenizer if bm25 is not None else None)
+def words_of(store: ChunkStore, read: Readers, bm25: BM25Index | None) -> Words:
+    """The words of one file's chunks, read as its BM25 index reads them."""
     return Words(store.n, lambda i: store.text_bytes(i).decode("utf-8"), read, bm25)
