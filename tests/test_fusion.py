@@ -122,7 +122,9 @@ def test_hybrid_runs_its_vector_side_again_from_the_fused_first_pass(
             "method": "rocchio",
             "docs": 5,
             "weight": 0.3,
+            "pool": 1,  # ranked among the first pass's candidates: here every chunk
         }
+        assert corpus.n_chunks <= default_candidates(k)
         depth = default_candidates(k)
         best = first.search_text(query, k=5, mode="hybrid").hits
         q = np.asarray(corpus.embedder().embed([query])[0], dtype=np.float32)

@@ -176,6 +176,16 @@ def test_a_file_and_a_collection_answer_alike(built: dict[str, Path]) -> None:
             assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits], text
 
 
+def test_a_phrase_of_stop_words_constrains_nothing(built: dict[str, Path]) -> None:
+    """A quoted run of stop words (a verbose query quoting "they") is left out of what
+    chunks must hold, as a search engine leaves a stop word out: the rest still ranks."""
+    with urna.open(built["file"]) as corpus:
+        plain = corpus.run(Query(text="queen cells they", k=5, mode="text"))
+        quoted = corpus.run(Query(text='queen cells "they"', k=5, mode="text"))
+        assert quoted.hits and [h.chunk_id for h in quoted.hits] == [h.chunk_id for h in plain.hits]
+        assert corpus.run(Query(text='+"the of" queen', k=5, mode="text")).hits
+
+
 def test_the_cli_reads_the_syntax_and_refuses_what_it_cannot_search(
     built: dict[str, Path],
 ) -> None:

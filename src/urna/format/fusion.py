@@ -26,6 +26,10 @@ QUERY_IDF_CALIBRATION = 0.5
 # (``search/feedback.py``).
 FEEDBACK_DOCS = 5
 FEEDBACK_WEIGHT = 0.3
+# ... ranking the first pass's best FEEDBACK_POOL x depth vector candidates and the text
+# candidates by the moved vector: the first pass's scan serves both passes
+# (``benchmarks/feedback_pool.py``).
+FEEDBACK_POOL = 1
 # What fusion scores a candidate by: what each method returned, or both methods' scores.
 SCORES = ("returned", "complete")
 
@@ -42,6 +46,9 @@ class FusionParams:
     feedback_weight: float = 0.0
     complete: bool = False  # each candidate scored by both methods, not only its finder
     vector_floor: float = 0.0  # the model's cosine of unrelated texts: confidence 0 there
+    # F: the feedback pass ranks, by the moved vector, the first pass's best F x depth vector
+    # candidates and the text candidates, instead of scanning again; 0: it scans every chunk
+    feedback_pool: int = 0
 
     @classmethod
     def for_build(cls, vector_floor: float = 0.0) -> FusionParams:
@@ -56,6 +63,7 @@ class FusionParams:
             feedback_weight=FEEDBACK_WEIGHT,
             complete=True,
             vector_floor=vector_floor,
+            feedback_pool=FEEDBACK_POOL,
         )
 
     def to_manifest(self) -> dict[str, Any]:
@@ -72,6 +80,8 @@ class FusionParams:
                 "docs": self.feedback_docs,
                 "weight": self.feedback_weight,
             }
+            if self.feedback_pool:
+                out["feedback"]["pool"] = self.feedback_pool
         if self.complete:
             out["scores"] = "complete"
         if self.vector_floor:
@@ -98,7 +108,7 @@ class FusionParams:
         scale = recorded.get("text_scale", "fixed")
         if scale not in TEXT_SCALES:
             raise _bad(f"fusion.text_scale {scale!r} is not one of {', '.join(TEXT_SCALES)}")
-        docs, weight = _feedback(recorded.get("feedback"))
+        docs, weight, pool = _feedback(recorded.get("feedback"))
         scores = recorded.get("scores", "returned")
         if scores not in SCORES:
             raise _bad(f"fusion.scores {scores!r} is not one of {', '.join(SCORES)}")
@@ -111,6 +121,7 @@ class FusionParams:
             weight,
             scores == "complete",
             _floor(recorded.get("vector_floor", 0.0)),
+            pool,
         )
 
     def choose(self, fusion: str | None) -> str:
@@ -131,17 +142,23 @@ def _bad(message: str) -> FormatError:
     return FormatError(f"manifest {message}", check=18, section="manifest")
 
 
-def _feedback(recorded: Any) -> tuple[int, float]:
-    """``fusion.feedback``: absent (no feedback) or {method: rocchio, docs, weight}."""
+def _feedback(recorded: Any) -> tuple[int, float, int]:
+    """``fusion.feedback``: absent (no feedback) or {method: rocchio, docs, weight}, with
+    ``pool`` (1 to 16) where the feedback pass ranks the first pass's candidates."""
     if recorded is None:
-        return 0, 0.0
+        return 0, 0.0, 0
     if not isinstance(recorded, Mapping) or recorded.get("method") != "rocchio":
         raise _bad(f"fusion.feedback must be an object with method 'rocchio', got {recorded!r}")
     docs = int(_positive(recorded, "docs", 0, integer=True, name="feedback.docs"))
     weight = _positive(recorded, "weight", 0, name="feedback.weight")
     if docs > 100 or weight > 10:
         raise _bad(f"fusion.feedback takes at most 100 docs and weight 10, got {recorded!r}")
-    return docs, weight
+    pool = 0
+    if "pool" in recorded:
+        pool = int(_positive(recorded, "pool", 0, integer=True, name="feedback.pool"))
+        if pool > 16:
+            raise _bad(f"fusion.feedback.pool must be 1 to 16, got {recorded['pool']!r}")
+    return docs, weight, pool
 
 
 def _positive(

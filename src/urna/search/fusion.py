@@ -6,7 +6,7 @@ model's ``vector_floor`` f; text: s / (s + C) for a BM25 score s), and a
 chunk's fused score is the mean over both methods, a method that did not
 return it counting 0. RRF: the sum of 1 / (k + rank) over the methods.
 
-Complete scores (``scores: "complete"``, what builds record since December 5 2026): a
+Complete scores (``scores: "complete"``, what builds record): a
 candidate that only one method returned gets the other method's own score too, computed
 exactly for that chunk (its cosine from the stored row, its BM25 from its postings: the
 bits the method would have returned it with), so a chunk ranked 401st by words still
@@ -36,7 +36,6 @@ gets the fixed defaults, and a recorded value that is not understood is refused.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -73,37 +72,78 @@ def fuse(
     """All candidates of every method (name -> (ordinals, scores), best first), best fused
     score first, ties in the one order (``search/order.py``: by ``source_of``, then ordinal).
     ``idf_sum`` is the text query's (for a scaled C). ``filled``: a method's own scores of
-    candidates it did not return (complete scores; a score of 0 adds nothing)."""
+    candidates it did not return (complete scores; a score of 0 adds nothing).
+
+    The scores are computed as arrays, each chunk's confidences added in the order its
+    ``ranks`` hold them (a method's returned score, then a filled one), which for two
+    methods gives the bits a chunk-by-chunk sum gives; the ranks are then written for each
+    candidate in that order."""
     calibration = params.calibration(idf_sum)
-    table: dict[int, Fused] = {}
-    for name, (ordinals, scores) in methods.items():
-        for rank, (i, s) in enumerate(zip(ordinals.tolist(), scores.tolist(), strict=True), 1):
-            entry = table.setdefault(i, Fused(i, 0.0))
-            entry.ranks[name] = {"rank": rank, "score": float(s)}
+    names = list(methods)
+    given = [
+        (np.asarray(o, dtype=np.int64), np.asarray(s, dtype=np.float64))
+        for o, s in methods.values()
+    ]
+    every = np.unique(np.concatenate([o for o, _ in given])) if given else np.empty(0, np.int64)
+    total = np.zeros(len(every), dtype=np.float64)
+    at = [np.searchsorted(every, o) for o, _ in given]
+    extra: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, (_, scores), where in zip(names, given, at, strict=True):
+        total[where] += _scores(name, scores, ranks=len(scores), fusion=fusion, params=params,
+                                calibration=calibration)  # fmt: skip
     for name, (ordinals, scores) in (filled or {}).items():
-        beyond = len(methods[name][0])
-        for i, s in zip(ordinals.tolist(), scores.tolist(), strict=True):
-            if i in table and name not in table[i].ranks and s != 0 and math.isfinite(s):
-                table[i].ranks[name] = {"score": float(s), "beyond": beyond}
-    count = max(1, len(methods))
-    for entry in table.values():
-        if fusion == "rrf":
-            entry.score = sum(
-                1.0 / (params.rrf_k + r["rank"]) for r in entry.ranks.values() if "rank" in r
-            )
-        else:
-            entry.score = (
-                sum(
-                    confidence(m, r["score"], calibration, params.vector_floor)
-                    for m, r in entry.ranks.items()
-                )
-                / count
-            )
-    entries = list(table.values())
-    order = ranked(
-        np.array([e.ordinal for e in entries], dtype=np.int64),
-        np.array([e.score for e in entries], dtype=np.float64),
-        len(entries),
-        source_of,
-    )
-    return [entries[j] for j in order.tolist()]
+        o = np.asarray(ordinals, dtype=np.int64)
+        v = np.asarray(scores, dtype=np.float64)
+        where = np.searchsorted(every, o).clip(0, max(len(every) - 1, 0))
+        mine = np.zeros(len(every), dtype=bool)
+        mine[at[names.index(name)]] = True
+        keep = (len(every) > 0) & (every[where] == o) & ~mine[where] & (v != 0)
+        keep &= np.isfinite(v)
+        where, v = where[keep], v[keep]
+        extra[name] = (where, v)
+        if fusion != "rrf":  # RRF fuses ranks: a filled-in score has none
+            total[where] += _scores(name, v, ranks=0, fusion=fusion, params=params,
+                                    calibration=calibration)  # fmt: skip
+    fused = total / max(1, len(methods)) if fusion != "rrf" else total
+    order = ranked(every, fused, len(every), source_of).tolist()
+    return _entries(every, fused, order, names, given, at, extra, len(every))
+
+
+def _scores(
+    name: str, scores: np.ndarray, *, ranks: int, fusion: str, params: FusionParams,
+    calibration: float,
+) -> np.ndarray:  # fmt: skip
+    """One method's part of each candidate's fused score: 1 / (k + rank) under RRF, else
+    its confidence (``confidence``, element by element)."""
+    if fusion == "rrf":
+        return 1.0 / (params.rrf_k + np.arange(1, ranks + 1, dtype=np.float64))
+    if name == "vector":
+        floor = params.vector_floor
+        x = (scores - floor) / (1.0 - floor) if floor else scores
+        return np.fmin(1.0, np.fmax(x, 0.0))  # as min(1, max(0, x)): a NaN counts 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scores > 0, scores / (scores + calibration), 0.0)
+
+
+def _entries(
+    every: np.ndarray,
+    fused: np.ndarray,
+    order: list[int],
+    names: list[str],
+    given: list[tuple[np.ndarray, np.ndarray]],
+    at: list[np.ndarray],
+    extra: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    n: int,
+) -> list[Fused]:
+    """The candidates as ``Fused`` in ``order``, each one's ranks in the order a method
+    returned it, then the scores filled in."""
+    ranks: list[dict[str, dict[str, float]]] = [{} for _ in range(n)]
+    for name, (_, scores), where in zip(names, given, at, strict=True):
+        for rank, (j, s) in enumerate(zip(where.tolist(), scores.tolist(), strict=True), 1):
+            ranks[j][name] = {"rank": rank, "score": s}
+    for name, (where, scores) in extra.items():
+        beyond = len(given[names.index(name)][0])
+        for j, s in zip(where.tolist(), scores.tolist(), strict=True):
+            ranks[j][name] = {"score": s, "beyond": beyond}
+    ordinals, values = every.tolist(), fused.tolist()
+    return [Fused(ordinals[j], values[j], ranks[j]) for j in order]

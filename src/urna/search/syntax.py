@@ -201,14 +201,12 @@ def read_query(
     if not (parsed.required or parsed.excluded):
         pass
     elif tokenizer == PER_DOCUMENT:
-        langs = languages or ("en",)
-        readings = [(x, _rule(parsed, read_in(x))) for x in langs]
-        kept = tuple((x, r) for x, r in readings if r is not None)
-        if not kept:  # no language reads a required term as a word: say which
-            _rule(parsed, read_in(langs[0]), strict=True)
-        rule = TextRule(readings=kept)
+        rule = TextRule(
+            readings=tuple((x, _rule(parsed, read_in(x))) for x in languages or ("en",))
+        )
     else:
-        rule = _rule(parsed, document_tokenizer(tokenizer), strict=True)
+        rule = _rule(parsed, document_tokenizer(tokenizer))
+        rule = rule if rule.required or rule.excluded else None
     where = _fields_where(parsed.where, schema)
     if where is not None and query.where not in (None, "", {}):
         given = parse_where(query.where)  # a bad --where says so as it always has
@@ -217,10 +215,11 @@ def read_query(
     return replace(query, text=parsed.text, where=where or query.where), rule
 
 
-def _rule(parsed: Parsed, read: Tokenizer, *, strict: bool = False) -> TextRule | None:
+def _rule(parsed: Parsed, read: Tokenizer) -> TextRule:
     """The phrases and words of ``parsed`` as ``read`` reads them. A term that reads as no
-    word is refused (``strict``); else a required one makes the reading hold nothing (None)
-    and an excluded one excludes nothing."""
+    word (``"they"``: only stop words, which the index does not hold) constrains nothing and
+    is left out, as a search engine leaves a stop word out of a phrase; its words still
+    count in the ranking as the query's text."""
     required: list[tuple[str, ...]] = []
     excluded: list[tuple[str, ...]] = []
     for group, into in ((parsed.required, required), (parsed.excluded, excluded)):
@@ -228,10 +227,6 @@ def _rule(parsed: Parsed, read: Tokenizer, *, strict: bool = False) -> TextRule 
             tokens = tuple(read(term))
             if tokens:
                 into.append(tokens)
-            elif strict:
-                raise QueryError(f'"{term}" holds no word the index reads (only stop words)')
-            elif into is required:
-                return None
     return TextRule(tuple(required), tuple(excluded))
 
 

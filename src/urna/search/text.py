@@ -11,6 +11,7 @@ from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
 from urna.format.fusion import FusionParams
 from urna.index.bm25 import TextHits
+from urna.index.topk import top_k
 from urna.search.feedback import rocchio
 from urna.search.fusion import Fused, fuse
 from urna.search.order import SourceOf
@@ -102,13 +103,14 @@ def rank(
     """The k best chunks for ``text`` by the route's methods. ``vector_top(q, depth)`` and
     ``text_top(text, depth)`` give each method's best candidates (ordinals, scores) over
     whatever they search: one file, a filtered part of it, or every shard of a collection.
-    With ``vectors`` and a file that records feedback, hybrid runs its vector side again
-    from the fused first pass (``search/feedback.py``). With ``fill`` and a file that records
-    complete scores, each candidate is fused with both methods' scores (``search/fusion.py``).
-    With ``pool``, the result keeps every candidate ranked before the cut to k (vector mode
-    then ranks as many as hybrid would). ``respelt``: the query with its typos written as the
-    corpus's words (``search/typos.py``); the vector side then embeds both readings and
-    searches by their mean, so a word wrongly read as a typo still counts half."""
+    With ``vectors`` and a file that records feedback, hybrid ranks its vector side again
+    from the fused first pass (``search/feedback.py``): over every chunk, or over the first
+    pass's candidates where the file records a pool. With ``fill`` and complete scores,
+    each candidate is fused with both methods' scores (``search/fusion.py``). With ``pool``,
+    the result keeps every candidate ranked before the cut to k (vector mode then ranks as
+    many as hybrid would). ``respelt``: the query with its typos written as the corpus's
+    words (``search/typos.py``); the vector side then searches by the mean of both
+    readings' vectors, so a word wrongly read as a typo still counts half."""
     vector = None
     if route.embedder is not None:
         q = prepare(route.embedder.embed([text])[0], dim)
@@ -116,7 +118,8 @@ def rank(
             q = prepare(q + prepare(route.embedder.embed([respelt])[0], dim), dim)
         wide = candidates or default_candidates(k)
         if route.mode != "vector":
-            vector = vector_top(q, wide)
+            pooled = params.feedback_pool if params.feedback_docs and fill is not None else 0
+            vector = vector_top(q, wide * max(1, pooled))  # the feedback pass's pool too
         else:  # vector alone: k, or as many as hybrid would when the pool is kept
             vector = vector_top(q, max(k, wide) if pool else k)
     if route.mode == "vector":
@@ -131,19 +134,13 @@ def rank(
     if route.mode == "text":
         hits = text_top(text, k)
         ranks = _method_ranks("text", hits.scores)
-        return Ranked(
-            "text",
-            "bm25",
-            hits.ordinals,
-            hits.scores,
-            ranks,
-            hits.query_tokens,
-            {"text": len(hits.ordinals)},
-        )
+        found = {"text": len(hits.ordinals)}
+        return Ranked("text", "bm25", hits.ordinals, hits.scores, ranks, hits.query_tokens, found)
     assert vector is not None
     depth = candidates or default_candidates(k)
     hits = text_top(text, depth)
     text_side = (hits.ordinals, hits.scores)
+    wider, vector = vector, (vector[0][:depth], vector[1][:depth])  # the exact top depth
 
     def fused_with(q: np.ndarray, vector: tuple[np.ndarray, np.ndarray]) -> list[Fused]:
         methods = {"vector": vector, "text": text_side}
@@ -166,7 +163,8 @@ def rank(
     if params.feedback_docs and vectors is not None and fused:
         best = np.array([f.ordinal for f in fused[: params.feedback_docs]], dtype=np.int64)
         moved = rocchio(q, vectors(best), params.feedback_weight)
-        vector = vector_top(moved, depth)
+        among = np.union1d(wider[0], text_side[0]) if params.feedback_pool and fill else None
+        vector = vector_top(moved, depth) if among is None else _reranked(moved, among, depth, fill)
         fused = fused_with(moved, vector)
     everything = np.array([f.ordinal for f in fused], dtype=np.int64) if pool else None
     fused = fused[:k]
@@ -180,3 +178,14 @@ def rank(
         {"vector": len(vector[0]), "text": len(hits.ordinals)},
         everything,
     )
+
+
+def _reranked(
+    q: np.ndarray, pool: np.ndarray, depth: int, fill: Fill | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``depth`` best of ``pool`` (sorted ordinals) by their exact cosines to ``q``,
+    scored as the exact search scores them (``fill``), ties in file order."""
+    assert fill is not None
+    cosines, _ = fill(q, pool, np.empty(0, dtype=np.int64))
+    best = top_k(np.asarray(cosines), depth)
+    return pool[best], np.asarray(cosines)[best]
