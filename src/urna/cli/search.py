@@ -23,7 +23,7 @@ from urna.search.query import parse_vector
 from urna.search.request import query_from
 from urna.search.result import SearchResult
 
-TEXT_PARTS = ("k", "mode", "fusion", "model_path", "group", "facets", "typos", *FILTERS)
+TEXT_PARTS = ("k", "mode", "fusion", "model_path", "group", "facets", "typos", "lang", *FILTERS)
 
 
 def _run(file: str, **parts: Any) -> SearchResult:

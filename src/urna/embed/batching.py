@@ -30,7 +30,7 @@ BUCKET = 16
 ROWS = 8
 RECIPE = f"urna-length-buckets/2 bucket={BUCKET} rows={ROWS}"
 ONE_ROW = f"urna-length-buckets/2 bucket={BUCKET} rows=1"  # int8: a pass per text (embed/int8.py)
-RECIPES = (f"urna-length-buckets/1 bucket={BUCKET}", RECIPE, ONE_ROW)  # /1: December 2026
+RECIPES = (f"urna-length-buckets/1 bucket={BUCKET}", RECIPE, ONE_ROW)  # /1: read, not written
 
 
 def padded_length(tokens: int, window: int) -> int:

@@ -19,7 +19,7 @@ largest value, so in a pass over several texts one text's bits would depend on t
 Each text therefore has a pass of its own, padded to its own length rounded up to
 ``embed/batching.py``'s bucket (recipe ``rows=1``), each pass on one ONNX Runtime thread,
 passes side by side on the threads urna embeds with. A vector is then a function of (model,
-precision, text), as issue 18 asks: the cache may serve it and any batching gives it. Mean
+precision, text): the cache may serve it and any batching gives it. Mean
 pooling over the text's own tokens and normalization are done here in numpy, as
 sentence-transformers' Pooling and Normalize modules do them (the models this runs are
 those ``numpy_bert.why_unsupported`` accepts: BERT with mean pooling).

@@ -32,7 +32,7 @@ def distilled_minilm() -> Path:
     """The static 256-dim model distilled from the bundled MiniLM, made once and cached.
 
     The folder keeps only what defines the model (config, weights, tokenizer),
-    with the tokenizer named by its public name instead of this machine's path,
+    with the tokenizer named by its public name instead of a path on the building machine,
     so that the same distillation gives the same model_hash everywhere.
     """
     target = cache_dir() / "models" / "all-MiniLM-L6-v2-static256"

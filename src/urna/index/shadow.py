@@ -2,7 +2,7 @@
 
 A float32 file's exact search reads every row, 4 bytes a value, and a hybrid query does it
 twice (its first pass and its feedback pass). Once an open matrix has answered
-``AFTER`` exact queries (a server, a session, a batch: not a one-shot command, where making
+``AFTER`` exact queries (a server, a notebook, a batch: not a one-shot command, where making
 the copy would cost more than it saves), it is copied once into int8 in memory (per-row
 scales, ``format/embeddings.py``'s quantization) and each later query's candidates are
 chosen by numkong's int8 kernels over the copy (``index/scan.py``), then scored exactly by

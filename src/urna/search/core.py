@@ -37,7 +37,7 @@ from urna.errors import QueryError
 from urna.index.bm25 import BM25Index, TextHits
 from urna.index.bm25_global import TermStats
 from urna.index.mixed import MixedQuery
-from urna.index.tokenize import PER_DOCUMENT, query_tokenizer_for, tokenize_query
+from urna.index.tokenize import PER_DOCUMENT, query_in, query_tokenizer_for, tokenize_query
 from urna.search.complete import filler
 from urna.search.facets import check_facets, facets_of, shaped
 from urna.search.fanout import Fanout
@@ -58,11 +58,9 @@ from urna.search.words import TextRule
 
 # Up to this many chunks a collection's BM25 scores go into one array, topped once, from
 # the collection's postings (``search/postings.py``); above it each shard scores and tops
-# its own. Measured December 4 with the postings kept and weighed in one pass, one query
-# order shuffled over both, p50 for words new to the process / asked again: 300,000
-# chunks in 16 shards 2.64 / 1.06 ms against 4.00 / 2.19 shard by shard; 1,000,000 chunks
-# 4.40 / 1.71 against 6.00 / 2.86 (and 5.19 / 2.49 against 6.32 / 3.78). Not measured
-# above 1,000,000: the bound keeps the array a query allocates at 8 MiB.
+# its own: one pass over the pooled postings beat shard by shard at 300,000 and 1,000,000
+# chunks in 16 shards (``benchmarks/bench_million.py``). The bound keeps the array a query
+# allocates at 8 MiB.
 POOLED_TEXT_MAX = 1 << 21
 
 
@@ -269,21 +267,25 @@ class Searcher(Fanout):
         what was read so ("" when nothing was), and the text the model embeds (in hybrid
         mode, the typos respelt as the corpus's words)."""
         text = str(query.text)
-        terms = self.tokenize(text)
-        reading = self.tokenize.note(text) if isinstance(self.tokenize, MixedQuery) else ""
+        read, reading = self.tokenize, ""
+        if isinstance(self.tokenize, MixedQuery):  # each document in its own language
+            asked = query.lang
+            read = query_in(asked) if asked else read
+            reading = f"words read as {asked}" if asked else self.tokenize.note(text)
+        terms = read(text)
         if not query.typos or mode == "vector":
             return terms, reading, text
         if self._vocabulary is None:
             self._vocabulary = Vocabulary.of(self.shards) or False
         vocabulary = self._vocabulary
         if not isinstance(vocabulary, Vocabulary):
-            return terms, "", text
+            return terms, reading, text
         rule = kept.text if kept is not None else None
         exact = rule.tokens() if rule else set()
-        terms, fixes = corrected(text, terms, vocabulary, self.tokenize, exact)
-        read = ", ".join(f"{a} as {b}" for a, b in fixes.items())
-        embedded = respelt(text, fixes, vocabulary, self.tokenize) if mode == "hybrid" else text
-        notes = (reading, f"typos read: {read}" if read else "")
+        terms, fixes = corrected(text, terms, vocabulary, read, exact)
+        fixed = ", ".join(f"{a} as {b}" for a, b in fixes.items())
+        embedded = respelt(text, fixes, vocabulary, read) if mode == "hybrid" else text
+        notes = (reading, f"typos read: {fixed}" if fixed else "")
         return terms, "; ".join(n for n in notes if n), embedded
 
     def _facets(

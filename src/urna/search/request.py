@@ -51,6 +51,7 @@ class Query:
     group: str | None = None  # "document": the best chunk of each of k documents
     facets: tuple[str, ...] | str = ()  # fields whose values are counted among what matched
     typos: bool = True  # a word the corpus does not hold read as its nearest (``typos.py``)
+    lang: str | None = None  # the query's language, where each document has its own
 
     def __post_init__(self) -> None:
         """Every knob checked here, once, whichever shell built the query."""
@@ -72,6 +73,8 @@ class Query:
             raise QueryError(f"invalid hops: {self.hops}")
         if self.method != "text" and self.vector is None:
             raise QueryError(f"method {self.method} needs a query vector")
+        if self.lang is not None:
+            object.__setattr__(self, "lang", _language(self.lang))
         if self.facets is None:
             object.__setattr__(self, "facets", ())
         if isinstance(self.facets, str):
@@ -104,3 +107,14 @@ def query_from(**given: Any) -> Query:
     if unknown:
         raise QueryError(f"unknown query parameter {unknown[0]!r}")
     return Query(**given)
+
+
+def _language(value: object) -> str:
+    """A query's ``lang``: a language BM25 reads (``index/languages.py``), lowercased."""
+    from urna.index.languages import AS_ENGLISH, LANGUAGES
+
+    code = value.strip().lower() if isinstance(value, str) else ""
+    if code not in LANGUAGES and code not in AS_ENGLISH:
+        known = ", ".join(sorted({*LANGUAGES, *AS_ENGLISH}))
+        raise QueryError(f"invalid lang {value!r}: expected one of {known}")
+    return code

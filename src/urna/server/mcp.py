@@ -63,6 +63,7 @@ CORPORA = (
     "corpus; in place of corpus"
 )
 TYPOS = "Read a word the corpus does not hold as its nearest word (false: as typed)"
+LANG = "The query's language (de, fr, ...) for a corpus built with lang auto; else detected"
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
     "A where-filter on metadata, Chroma's syntax: {field: value} or {field: {op: value}} with "
@@ -204,8 +205,8 @@ def _server_class(base: type[MCPServer]) -> type[MCPServer]:
 
 async def run_stdio(server: MCPServer) -> None:
     """The SDK's stdio transport, with the parse error JSON-RPC asks for: the transport passes
-    a line it cannot parse on as an exception, which the session drops unanswered; here it
-    is answered with -32700 (id null) and the session goes on."""
+    a line it cannot parse on as an exception, which the server drops unanswered; here it
+    is answered with -32700 (id null) and the connection goes on."""
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
     from mcp_types import PARSE_ERROR, ErrorData, JSONRPCError
@@ -256,6 +257,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
         facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
         typos: Annotated[bool, Field(description=TYPOS)] = True,
+        lang: Annotated[str | None, Field(max_length=8, description=LANG)] = None,
         corpora: Annotated[list[str] | None, Field(max_length=16, description=CORPORA)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
@@ -266,6 +268,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
             group=group,
             facets=tuple(facets or ()),
             typos=typos,
+            lang=lang,
             source=source or None,
             section=section or None,
             where=where,

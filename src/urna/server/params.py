@@ -26,6 +26,9 @@ class SearchParams(BaseModel):
         None, max_length=500, description="fields to count values of, comma-separated"
     )
     typos: bool = Field(True, description="read a word the corpus lacks as its nearest word")
+    lang: str | None = Field(
+        None, max_length=8, description="the query's language, for a corpus built with lang auto"
+    )
     group: Group | None = Field(
         None, description="document: the best chunk of each of limit documents, with `more`"
     )

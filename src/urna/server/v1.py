@@ -57,6 +57,7 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             group=params.group,
             facets=params.facets,
             typos=params.typos,
+            lang=params.lang,
             source=params.source or None,
             section=params.section or None,
             where=params.where,
