@@ -5,12 +5,14 @@ the 33 of Lucene's list; Snowball English stemmer, PyStemmer), each document ind
 whole as title + text, top 100 per query. Judged as ``urna eval`` judges (test splits;
 scifact's train split too; nfcorpus's verbose queries).
 
-    python benchmarks/anchor_bm25s.py
+    python benchmarks/anchor_bm25s.py [--json benchmarks/results/anchor-bm25s.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +20,9 @@ from tune_quality import DATA, SETS  # the same sets, splits and query files
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
     import bm25s
     import Stemmer
 
@@ -30,6 +35,7 @@ def main() -> None:
         return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
 
     print("| set | bm25s k1 1.2 | bm25s k1 1.5 |\n|---|---:|---:|")
+    out: dict[str, dict[str, float]] = {"bm25s": {"version": bm25s.__version__}}  # type: ignore[dict-item]
     for name, folder_name, split, queries in SETS:
         folder = DATA / folder_name
         collection = load_collection(
@@ -54,7 +60,10 @@ def main() -> None:
                 ranking = [ids[d] for d, s in zip(docs[0], found[0], strict=True) if s > 0]
                 scores.append(ndcg_at(ranking, collection.qrels[qid]))
             cells.append(f"{np.mean(scores):.4f}")
+            out.setdefault(name, {})[f"k1={k1}"] = round(float(np.mean(scores)), 4)
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

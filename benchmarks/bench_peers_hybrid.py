@@ -4,10 +4,12 @@ urna's hybrid is exact on its vector side (every row's cosine, ``index/exact.py`
 walks an ANN index (IVF_PQ, cosine) and fuses with its full-text index by RRF. Both get the
 same rows: ``--n`` unit vectors of 384 dimensions (clustered, as embeddings are) with a
 sentence of SciFact each (``bench_syntax.py``'s sentences, so BM25 has real words), and the
-same queries: SciFact's test queries as text, each with a vector near a stored row. urna
+same queries: SciFact's test queries as text, each with a vector near a stored row (a
+cosine of about 0.93). urna
 runs with the caller's vector (``Query(text=..., vector=...)``), as LanceDB does, three ways
-per query in turn: its int8 shadow off (``URNA_SHADOW=0``: every row read as float32, twice,
-the first pass and the feedback pass), the shadow on (``index/shadow.py``), and LanceDB.
+per query in turn: its int8 shadow off (``URNA_SHADOW=0``: every row read as float32 once,
+the feedback pass ranking the first pass's candidates), the shadow on
+(``index/shadow.py``), and LanceDB.
 The answers with and without the shadow are compared: they must be the same ids and scores.
 
     pip install lancedb   # a benchmark dependency only
@@ -27,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 DIM = 384
+NOISE = 0.02  # per dimension: a query vector at a cosine of about 0.93 to its row
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
 
@@ -62,7 +65,7 @@ def main() -> None:
     asked = [json.loads(x)["text"] for x in lines][: args.queries]
     near = (
         vectors[rng.integers(0, n, len(asked))]
-        + rng.standard_normal((len(asked), DIM)).astype(np.float32) * 0.5
+        + rng.standard_normal((len(asked), DIM)).astype(np.float32) * NOISE
     )
     near /= np.linalg.norm(near, axis=1, keepdims=True)
     out: dict[str, object] = {"n": n, "queries": len(asked), "lancedb": lancedb.__version__}

@@ -280,6 +280,14 @@ QUERY_OPTIONS: dict[str, Callable[[Any], Any]] = {
         help="Read a word the corpus does not hold as its nearest word (1 edit from 5 "
         "letters, 2 from 9), in the text method.",
     ),
+    "vector_index": click.option(
+        "--vector-index",
+        type=click.Choice(["exact", "ann"]),
+        default="exact",
+        show_default=True,
+        help="Hybrid's vector side: exact (every chunk scored) or ann (HNSW walks, reranked "
+        "exactly; faster on large corpora, approximate).",
+    ),
     "lang": click.option(
         "--lang",
         default=None,

@@ -149,7 +149,9 @@ def record(hit: Hit, fused: bool, terms: list[str]) -> dict[str, Any]:
 @file_argument
 @click.argument("query")
 @hits_option("limit", "-n", "Hits to return (-n, fluree's name, also works).")
-@query_options("mode", "fusion", "model_path", "group", "facets", "typos", "lang", *FILTERS)
+@query_options(
+    "mode", "fusion", "model_path", "group", "facets", "typos", "lang", "vector_index", *FILTERS
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a list of objects.")
 def find(file: str, query: str, limit: int, asked: dict[str, Any], as_json: bool) -> None:
     """Search a file, a collection or a library corpus (-l NAME) and read the answers: each

@@ -265,13 +265,16 @@ def benchmark(report: Any) -> str:
     lines = [kv("file", report.file), kv("chunks", report.chunks), kv("k", report.k)]
     if report.ann_recall is not None:
         lines.append(kv("ann_recall", f"{report.ann_recall:.4f} (recall@{report.k} vs exact)"))
+    if report.hybrid_ann_recall is not None:
+        recall = f"{report.hybrid_ann_recall:.4f} (recall@{report.k} vs exact hybrid)"
+        lines.append(kv("hybrid_ann_recall", recall))
     lines += [
         "",
-        f"{'path':<8} {'queries':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'mean ms':>9}",
+        f"{'path':<12} {'queries':>8} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'mean ms':>9}",
     ]
     for p in report.paths:
         lines.append(
-            f"{p.path:<8} {p.queries:>8} {p.p50_ms:>9.3f} {p.p95_ms:>9.3f} "
+            f"{p.path:<12} {p.queries:>8} {p.p50_ms:>9.3f} {p.p95_ms:>9.3f} "
             f"{p.p99_ms:>9.3f} {p.mean_ms:>9.3f}"
         )
     return "\n".join(lines)

@@ -23,7 +23,18 @@ from urna.search.query import parse_vector
 from urna.search.request import query_from
 from urna.search.result import SearchResult
 
-TEXT_PARTS = ("k", "mode", "fusion", "model_path", "group", "facets", "typos", "lang", *FILTERS)
+TEXT_PARTS = (
+    "k",
+    "mode",
+    "fusion",
+    "model_path",
+    "group",
+    "facets",
+    "typos",
+    "lang",
+    "vector_index",
+    *FILTERS,
+)
 
 
 def _run(file: str, **parts: Any) -> SearchResult:

@@ -38,6 +38,7 @@ class BenchmarkReport:
     k: int
     paths: list[PathTiming] = field(default_factory=list)
     ann_recall: float | None = None
+    hybrid_ann_recall: float | None = None  # hybrid by HNSW walks against exact hybrid
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -96,4 +97,22 @@ def run_benchmark(
         report.paths.append(
             _time("bm25", texts, lambda t: corpus.run(Query(text=t, k=k, mode="text")))
         )
+        _hybrid(report, corpus, list(zip(texts, vectors, strict=True)), k, ef)
     return report
+
+
+def _hybrid(report: BenchmarkReport, corpus: Corpus, asked: list[Any], k: int, ef: int) -> None:
+    """Hybrid with the caller's vector (the chunk's words and its nudged vector), exact and,
+    with an HNSW index, by walks: their latency, and how much of the exact hybrid's top k
+    the walks find."""
+
+    def hybrid(pair: Any, index: str = "exact") -> set[int]:
+        query = Query(text=pair[0], vector=pair[1], k=k, mode="hybrid", ef=ef, vector_index=index)
+        return {h.ordinal for h in corpus.run(query).hits}
+
+    report.paths.append(_time("hybrid", asked, hybrid))
+    if not corpus.has_ann_index:
+        return
+    report.paths.append(_time("hybrid hnsw", asked, lambda pair: hybrid(pair, "ann")))
+    found = sum(len(hybrid(p) & hybrid(p, "ann")) for p in asked)
+    report.hybrid_ann_recall = found / max(1, sum(len(hybrid(p)) for p in asked))

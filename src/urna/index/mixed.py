@@ -87,7 +87,7 @@ class MixedQuery:
 
 def pooled(readings: Iterable[list[str]]) -> list[str]:
     """The terms of several readings of one text: each term as often as the reading that
-    holds it most, in order of first appearance."""
+    holds it most (its copies side by side, where it first appears)."""
     out: list[str] = []
     held: Counter[str] = Counter()
     for terms in readings:

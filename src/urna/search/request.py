@@ -52,6 +52,7 @@ class Query:
     facets: tuple[str, ...] | str = ()  # fields whose values are counted among what matched
     typos: bool = True  # a word the corpus does not hold read as its nearest (``typos.py``)
     lang: str | None = None  # the query's language, where each document has its own
+    vector_index: str = "exact"  # hybrid's vector side: every chunk, or "ann" (HNSW, ``ef``)
 
     def __post_init__(self) -> None:
         """Every knob checked here, once, whichever shell built the query."""
@@ -73,6 +74,8 @@ class Query:
             raise QueryError(f"invalid hops: {self.hops}")
         if self.method != "text" and self.vector is None:
             raise QueryError(f"method {self.method} needs a query vector")
+        if self.vector_index not in ("exact", "ann"):
+            raise QueryError(f"invalid vector_index {self.vector_index!r}: expected exact or ann")
         if self.lang is not None:
             object.__setattr__(self, "lang", _language(self.lang))
         if self.facets is None:

@@ -63,6 +63,7 @@ CORPORA = (
     "corpus; in place of corpus"
 )
 TYPOS = "Read a word the corpus does not hold as its nearest word (false: as typed)"
+VECTOR_INDEX = "Hybrid's vector side: exact (every chunk) or ann (HNSW walks, approximate)"
 LANG = "The query's language (de, fr, ...) for a corpus built with lang auto; else detected"
 AT = "A collection's earlier version: a version hash prefix or an ISO time"
 WHERE = (
@@ -258,6 +259,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
         typos: Annotated[bool, Field(description=TYPOS)] = True,
         lang: Annotated[str | None, Field(max_length=8, description=LANG)] = None,
+        vector_index: Annotated[Literal["exact", "ann"], Field(description=VECTOR_INDEX)] = "exact",
         corpora: Annotated[list[str] | None, Field(max_length=16, description=CORPORA)] = None,
     ) -> dict[str, Any]:
         # The MCP schema of a query, declared once here; the core takes it whole.
@@ -269,6 +271,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
             facets=tuple(facets or ()),
             typos=typos,
             lang=lang,
+            vector_index=vector_index,
             source=source or None,
             section=section or None,
             where=where,

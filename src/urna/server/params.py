@@ -3,7 +3,7 @@ parameters (GET; ``where`` as JSON text) and a JSON body (POST; ``where`` as an 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,9 @@ class SearchParams(BaseModel):
         None, max_length=500, description="fields to count values of, comma-separated"
     )
     typos: bool = Field(True, description="read a word the corpus lacks as its nearest word")
+    vector_index: Literal["exact", "ann"] = Field(
+        "exact", description="hybrid's vector side: every chunk (exact) or HNSW walks (ann)"
+    )
     lang: str | None = Field(
         None, max_length=8, description="the query's language, for a corpus built with lang auto"
     )

@@ -58,6 +58,7 @@ def _search_routes(api: APIRouter, dbs: Databases, corpus_of: CorpusOf) -> None:
             facets=params.facets,
             typos=params.typos,
             lang=params.lang,
+            vector_index=params.vector_index,
             source=params.source or None,
             section=params.section or None,
             where=params.where,
