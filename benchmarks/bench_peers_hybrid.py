@@ -68,7 +68,7 @@ def main() -> None:
         + rng.standard_normal((len(asked), DIM)).astype(np.float32) * NOISE
     )
     near /= np.linalg.norm(near, axis=1, keepdims=True)
-    out: dict[str, object] = {"n": n, "queries": len(asked), "lancedb": lancedb.__version__}
+    out: dict[str, object] = {"n": n, "queries": len(asked), "lancedb_version": lancedb.__version__}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         chunks = [

@@ -151,8 +151,10 @@ def test_benchmark_verb(tmp_path: Path) -> None:
     result = run("benchmark", str(path), "--queries", "30", "--json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
-    assert {p["path"] for p in report["paths"]} == {"exact", "hnsw", "graph", "bm25"}
+    paths = {p["path"] for p in report["paths"]}
+    assert paths == {"exact", "hnsw", "graph", "bm25", "hybrid", "hybrid hnsw"}
     assert report["ann_recall"] >= 0.95
+    assert 0.5 <= report["hybrid_ann_recall"] <= 1.0  # hybrid by walks against exact hybrid
     table = run("benchmark", str(path), "--queries", "10")
     assert "ann_recall:" in table.stdout and "p99 ms" in table.stdout
     assert_error(run("benchmark", str(path), "--queries", "0"), "--queries", code=2)

@@ -18,7 +18,7 @@ from urna.errors import QueryError
 from urna.evaluate.latency import run_benchmark
 from urna.search.request import Query
 
-WORDS = "hive queen swarm comb honey nectar pollen brood drone frame smoke wax".split()
+WORDS = "hive queen swarm comb honey nectar pollen brood drone frame smoke wax".split()  # noqa: SIM905
 
 
 @pytest.fixture(scope="module")

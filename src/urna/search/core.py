@@ -21,7 +21,6 @@ file's tokenizer reads them.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Sequence
@@ -45,7 +44,7 @@ from urna.search.filters import Filter
 from urna.search.grouping import grouped
 from urna.search.hits import across
 from urna.search.merge import merge_top
-from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk
+from urna.search.pooled import one_exact_pass, one_text_pass, pooled_walk, shard_ef, walked_top
 from urna.search.postings import CollectionPostings, CollectionStats
 from urna.search.query import GivenVector, prepare
 from urna.search.request import Query
@@ -233,7 +232,7 @@ class Searcher(Fanout):
             dim=self.dim,
             vector_top=(lambda q, depth: self.vector_top(q, depth, kept))
             if query.vector_index == "exact"
-            else (lambda q, depth: self.walked_top(q, depth, max(query.ef, depth), kept)),
+            else (lambda q, depth: walked_top(self, q, depth, max(query.ef, depth), kept)),
             text_top=(lambda _, depth: self.text_top(terms, depth, kept, alone))
             if self.has_text_index
             else None,
@@ -317,19 +316,6 @@ class Searcher(Fanout):
             return parts[0]
         return merge_top(self._global(parts), depth, self.source_uris)
 
-    def walked_top(self, q: np.ndarray, depth: int, ef: int, kept: Filter | None) -> Pair:
-        """The ``depth`` best by HNSW walks reranked exactly (``search-ann``'s path): hybrid's
-        vector side when a query asks for ``vector_index="ann"``."""
-        each_ef = shard_ef(ef, depth, len(self.shards))
-        pooled = pooled_walk(self, q, depth, ef, each_ef, kept)
-        if pooled is not None:
-            return pooled.ordinals, pooled.scores
-        parts = self.each(lambda s: s.ann_top(q, depth, each_ef, kept))
-        if len(parts) == 1:
-            return parts[0].ordinals, parts[0].scores
-        shifted = [(p.ordinals + self.offsets[s], p.scores) for s, p in enumerate(parts)]
-        return merge_top(shifted, depth, self.source_uris)
-
     def text_top(
         self, tokens: list[str], depth: int, kept: Filter | None, threads: bool = True
     ) -> TextHits:
@@ -375,16 +361,6 @@ class Searcher(Fanout):
             for j, hit in zip(at.tolist(), hits, strict=True):
                 out[j] = hit
         return [h for h in out if h is not None]
-
-
-def shard_ef(ef: int, k: int, n_shards: int) -> int:
-    """The ef each of ``n_shards`` HNSW graphs is walked with for a query's ``ef``:
-    2 ef / sqrt(n), at least k and at most ef (so up to 4 shards walk at ef). Each graph
-    holds 1/n of the chunks and need find only its share of the k best. Measured with
-    16 shards at 1,000,000 chunks, ef 100 (benchmarks/bench_million.py): recall@10 0.884
-    against the one file's 0.875 (ef / sqrt(n): 0.823), in 0.63x the time of 16 walks at
-    ef 100."""
-    return min(ef, max(k, math.ceil(2 * ef / math.sqrt(n_shards))))
 
 
 def _ms(t0: float) -> float:

@@ -11,10 +11,9 @@ from urna.embed.base import Embedder
 from urna.errors import ModelError, ModelGateError, QueryError
 from urna.format.fusion import FusionParams
 from urna.index.bm25 import TextHits
-from urna.index.topk import top_k
 from urna.search.feedback import rocchio
 from urna.search.fusion import Fused, fuse
-from urna.search.order import SourceOf
+from urna.search.order import SourceOf, ranked
 from urna.search.query import prepare
 
 
@@ -164,7 +163,11 @@ def rank(
         best = np.array([f.ordinal for f in fused[: params.feedback_docs]], dtype=np.int64)
         moved = rocchio(q, vectors(best), params.feedback_weight)
         among = np.union1d(wider[0], text_side[0]) if params.feedback_pool and fill else None
-        vector = vector_top(moved, depth) if among is None else _reranked(moved, among, depth, fill)
+        vector = (
+            vector_top(moved, depth)
+            if among is None
+            else _reranked(moved, among, depth, fill, source_of)
+        )
         fused = fused_with(moved, vector)
     everything = np.array([f.ordinal for f in fused], dtype=np.int64) if pool else None
     fused = fused[:k]
@@ -181,11 +184,12 @@ def rank(
 
 
 def _reranked(
-    q: np.ndarray, pool: np.ndarray, depth: int, fill: Fill | None
+    q: np.ndarray, pool: np.ndarray, depth: int, fill: Fill | None, source_of: SourceOf | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``depth`` best of ``pool`` (sorted ordinals) by their exact cosines to ``q``,
-    scored as the exact search scores them (``fill``), ties in file order."""
+    """The ``depth`` best of ``pool`` by their exact cosines to ``q``, scored as the exact
+    search scores them (``fill``), ties in the one order (``search/order.py``), so a file
+    and a collection of the same chunks rank them alike."""
     assert fill is not None
-    cosines, _ = fill(q, pool, np.empty(0, dtype=np.int64))
-    best = top_k(np.asarray(cosines), depth)
-    return pool[best], np.asarray(cosines)[best]
+    cosines = np.asarray(fill(q, pool, np.empty(0, dtype=np.int64))[0])
+    best = ranked(pool, cosines, depth, source_of)
+    return pool[best], cosines[best]
