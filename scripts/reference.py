@@ -40,19 +40,16 @@ def cli_page() -> str:
         "it ran, 1 on an error (one `Error: ...` line on stderr), 2 on a usage error "
         "([Errors and exit codes](errors.md)).\n",
     ]
-    ctx = click.Context(cli, info_name="urna", terminal_width=WIDTH, max_content_width=WIDTH)
+    # Each command's own settings (its -h), as the CLI's own contexts get them, at one width.
+    width = {"terminal_width": WIDTH, "max_content_width": WIDTH}
+    ctx = click.Context(cli, info_name="urna", **{**cli.context_settings, **width})
     out.append("\n```text\n" + cli.get_help(ctx) + "\n```\n")
     for group, names in GROUPS:
         out.append(f"\n## {group}\n")
         for name in names:
             command = cli.commands[name]
-            sub = click.Context(
-                command,
-                info_name=f"urna {name}",
-                parent=ctx,
-                terminal_width=WIDTH,
-                max_content_width=WIDTH,
-            )
+            settings = {**command.context_settings, **width}
+            sub = click.Context(command, info_name=f"urna {name}", parent=ctx, **settings)
             out.append(f"\n### urna {name}\n\n```text\n{command.get_help(sub)}\n```\n")
     return "".join(out)
 

@@ -51,6 +51,10 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 AS_ENGLISH = ("en", "zh", "ja", "ko")
 
 
+# A query's language as a pattern of the codes BM25 reads (HTTP and MCP schemas say it).
+PATTERN = "^(" + "|".join(sorted({*LANGUAGES, *AS_ENGLISH})) + ")$"
+
+
 def checked(code: str) -> str:
     """``code`` as a language BM25 can read (or ``auto``: each document in its own,
     ``index/mixed.py``), or a BuildError naming those it can."""

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from urna.errors import CitationError, ForeignCitationError, UrnaError
 from urna.format.chunks import Chunk
+from urna.index.languages import PATTERN as LANGUAGE
 from urna.search.neighbours import MAX_NEIGHBOURS, neighbours
 from urna.search.protocol import Searchable
 from urna.search.request import Query, query_from
@@ -258,7 +259,7 @@ def create_mcp(dbs: Databases) -> MCPServer:
         group: Annotated[Literal["document"] | None, Field(description=GROUP)] = None,
         facets: Annotated[list[str] | None, Field(max_length=16, description=FACETS)] = None,
         typos: Annotated[bool, Field(description=TYPOS)] = True,
-        lang: Annotated[str | None, Field(max_length=8, description=LANG)] = None,
+        lang: Annotated[str | None, Field(pattern=LANGUAGE, description=LANG)] = None,
         vector_index: Annotated[Literal["exact", "ann"], Field(description=VECTOR_INDEX)] = "exact",
         corpora: Annotated[list[str] | None, Field(max_length=16, description=CORPORA)] = None,
     ) -> dict[str, Any]:

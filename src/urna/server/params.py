@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from urna.format.fusion import Fusion
+from urna.index.languages import PATTERN as LANGUAGE
 from urna.search.request import Group, Mode
 from urna.server.search import MAX_LIMIT, MAX_QUERY_CHARS
 
@@ -30,7 +31,7 @@ class SearchParams(BaseModel):
         "exact", description="hybrid's vector side: every chunk (exact) or HNSW walks (ann)"
     )
     lang: str | None = Field(
-        None, max_length=8, description="the query's language, for a corpus built with lang auto"
+        None, pattern=LANGUAGE, description="the query's language (a corpus built with lang auto)"
     )
     group: Group | None = Field(
         None, description="document: the best chunk of each of limit documents, with `more`"
