@@ -51,18 +51,24 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 AS_ENGLISH = ("en", "zh", "ja", "ko")
 
 
+KNOWN = ", ".join(sorted({*LANGUAGES, *AS_ENGLISH}))
 # A query's language as a pattern of the codes BM25 reads (HTTP and MCP schemas say it).
-PATTERN = "^(" + "|".join(sorted({*LANGUAGES, *AS_ENGLISH})) + ")$"
+PATTERN = "^(" + KNOWN.replace(", ", "|") + ")$"
+
+
+def code_of(value: object) -> str | None:
+    """``value`` (``de``, `` DE ``) as a code BM25 reads, lowercased; None otherwise."""
+    code = value.strip().lower() if isinstance(value, str) else ""
+    return code if code in LANGUAGES or code in AS_ENGLISH else None
 
 
 def checked(code: str) -> str:
     """``code`` as a language BM25 can read (or ``auto``: each document in its own,
     ``index/mixed.py``), or a BuildError naming those it can."""
     lang = code.strip().lower()
-    if lang not in LANGUAGES and lang not in AS_ENGLISH and lang != "auto":
-        known = ", ".join(sorted({*LANGUAGES, *AS_ENGLISH}))
+    if code_of(lang) is None and lang != "auto":
         raise BuildError(
-            f"unknown language {code!r} for --lang; known: {known}, or auto (each "
+            f"unknown language {code!r} for --lang; known: {KNOWN}, or auto (each "
             "document in its own)"
         )
     return lang

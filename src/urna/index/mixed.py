@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from urna.index.languages import AS_ENGLISH, LANGUAGES, stop_words
+from urna.index.languages import LANGUAGES, code_of, stop_words
 from urna.index.tokenize import QUERY_STOPWORDS, Tokenizer, query_in, read_in
 
 FIELD = "lang"  # the chunk field that names its language
@@ -39,8 +39,7 @@ def analysis_of(value: object) -> str:
     ``de-DE``, ``DE_de``), else English."""
     if not isinstance(value, str):
         return "en"
-    code = value.strip().lower().replace("_", "-").split("-", 1)[0]
-    return code if code in LANGUAGES or code in AS_ENGLISH else "en"
+    return code_of(value.replace("_", "-").split("-", 1)[0]) or "en"
 
 
 def _stops(lang: str) -> frozenset[str]:

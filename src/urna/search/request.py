@@ -114,10 +114,9 @@ def query_from(**given: Any) -> Query:
 
 def _language(value: object) -> str:
     """A query's ``lang``: a language BM25 reads (``index/languages.py``), lowercased."""
-    from urna.index.languages import AS_ENGLISH, LANGUAGES
+    from urna.index.languages import KNOWN, code_of
 
-    code = value.strip().lower() if isinstance(value, str) else ""
-    if code not in LANGUAGES and code not in AS_ENGLISH:
-        known = ", ".join(sorted({*LANGUAGES, *AS_ENGLISH}))
-        raise QueryError(f"invalid lang {value!r}: expected one of {known}")
+    code = code_of(value)
+    if code is None:
+        raise QueryError(f"invalid lang {value!r}: expected one of {KNOWN}")
     return code

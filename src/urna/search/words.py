@@ -64,6 +64,7 @@ class Readers:
         self.per_document = name == PER_DOCUMENT
         self._one = document_tokenizer(name)
         self._columns = columns
+        self._codes: np.ndarray | None = None  # each chunk's language, once asked
 
     def language(self, i: int) -> str:
         """The language chunk ``i`` is read in ("" where the file reads one way)."""
@@ -72,12 +73,15 @@ class Readers:
         return analysis_of(self._columns.record(i).get(FIELD))
 
     def languages(self) -> np.ndarray:
-        """Each chunk's language ("" where the file reads one way)."""
-        if not self.per_document:
-            return np.full(self._columns.n, "", dtype=object)
-        values, of_chunk = self._columns.column(FIELD)
-        codes = np.array([analysis_of(v) for v in values] + ["en"], dtype=object)
-        return codes[of_chunk]
+        """Each chunk's language ("" where the file reads one way), worked out once."""
+        if self._codes is None:
+            if not self.per_document:
+                self._codes = np.full(self._columns.n, "", dtype=object)
+            else:
+                values, of_chunk = self._columns.column(FIELD)
+                codes = np.array([analysis_of(v) for v in values] + ["en"], dtype=object)
+                self._codes = codes[of_chunk]
+        return self._codes
 
     def __call__(self, i: int) -> Tokenizer:
         return read_in(self.language(i)) if self.per_document else self._one
