@@ -1,13 +1,13 @@
-"""What holds across CPUs: the same documents built here and as a CPU without AVX-512 or bf16
-would compute them (``ATEN_CPU_CAPABILITY=avx2 URNA_CPU_BF16=0``), each in its own process
-with an empty cache.
+"""What holds across CPUs: the same documents built here and as a CPU without AVX-512, bf16
+or VNNI would compute them (``ATEN_CPU_CAPABILITY=avx2 URNA_CPU_BF16=0 URNA_CPU_INT8=0``),
+each in its own process with an empty cache.
 
-Builds ``--records`` scifact documents three times: this CPU's default (bfloat16 where it
-has native bf16), this CPU in float32, and the simulated avx2 CPU (float32, since it lacks
-bf16). For each pair it reports the smallest cosine between a chunk's two vectors, and over
-the scifact test queries (vector and hybrid modes, k = 10) the largest score gap and how
-many top-10 lists agree exactly (same chunks, same order). Also whether two builds on this
-CPU are byte-identical (they must be).
+Builds ``--records`` scifact documents three times: this CPU's default (int8 where it has
+VNNI, else bfloat16 where it has native bf16), this CPU in float32, and the simulated avx2
+CPU (float32, since it lacks both). For each pair it reports the smallest cosine between a
+chunk's two vectors, and over the scifact test queries (vector and hybrid modes, k = 10)
+the largest score gap and how many top-10 lists agree exactly (same chunks, same order).
+Also whether two builds on this CPU are byte-identical (they must be).
 
     python benchmarks/bench_cross_cpu.py [--records 500] [--queries 100]
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "URNA_CPU_BF16": "0"}
+AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "URNA_CPU_BF16": "0", "URNA_CPU_INT8": "0"}
 
 
 def build(records: Path, out: Path, cache: Path, env: dict[str, str]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "urna"
 LAYERS = [
-    {"errors", "version"},
+    {"errors", "version", "native"},  # native: the load order of native libraries
     {"format"},
     {"index", "embed", "ingest"},
     {"search", "build"},  # peers: the fusion recipe, the text table and the chunk store lie below

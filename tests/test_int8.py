@@ -123,37 +123,41 @@ def test_int8_is_a_cpu_path_and_says_what_it_needs(
     assert bad.exit_code == 2 and "int4" in bad.stderr
 
 
-def test_int8_after_usearch_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
-    """ONNX Runtime loaded after usearch crashes the process: with URNA_EMBED_PRECISION=int8
-    set first, urna loads it before usearch and the int8 path runs; asked for only after a
-    file was opened, it is one clear error."""
+def test_int8_after_usearch_runs_or_is_a_clear_error_never_a_crash(tmp_path: Path) -> None:
+    """ONNX Runtime loaded after usearch crashes a process unless the system's C++ runtime
+    was made global first (``urna/native.py``): urna does that before it loads usearch, so
+    int8 embeds after a file with an index was opened and searched; a process that loaded
+    usearch itself before urna gets one clear error."""
     import os
     import subprocess
 
     out = tmp_path / "q.urna"
     assert run("build", str(QUICKSTART), "-o", str(out), "--precision", "float32").exit_code == 0
     code = (
-        "import os, sys, urna\n"
+        "import os, sys\n"
+        "if sys.argv[2] == 'usearch-first':\n"
+        "    import usearch.index\n"
+        "import urna\n"
         "from urna.embed.transformer import TransformerEmbedder\n"
         "from urna.embed.hub import MINILM, bundled_minilm\n"
         "corpus = urna.open(sys.argv[1])\n"
-        "assert corpus.has_ann_index and 'usearch.compiled' in sys.modules\n"
+        "import numpy as np\n"
+        "assert corpus.has_ann_index and corpus.search_ann(np.ones(384, 'f4'), k=1).hits\n"
+        "assert 'usearch.compiled' in sys.modules and 'onnxruntime' not in sys.modules\n"
         "os.environ['URNA_EMBED_PRECISION'] = 'int8'\n"
         "try:\n"
         "    print(TransformerEmbedder(MINILM, bundled_minilm()).embed(['bees']).shape)\n"
         "except Exception as exc:\n"
         "    print(type(exc).__name__, exc)\n"
     )
-    for early in (True, False):
-        env = {k: v for k, v in os.environ.items() if k != PRECISION_VARIABLE}
-        if early:
-            env[PRECISION_VARIABLE] = "int8"
+    env = {k: v for k, v in os.environ.items() if k != PRECISION_VARIABLE}
+    for order in ("urna-first", "usearch-first"):
         done = subprocess.run(
-            [sys.executable, "-c", code, str(out)], capture_output=True, text=True, env=env,
-            timeout=300,
+            [sys.executable, "-c", code, str(out), order], capture_output=True, text=True,
+            env=env, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        if early:
+        if order == "urna-first":
             assert done.stdout.strip() == "(1, 384)"
         else:
             assert "ModelError int8 embedding cannot start" in done.stdout

@@ -63,4 +63,5 @@ def test_no_internal_names_leak() -> None:
         "library",
         "integrations",
         "version",
+        "native",
     }

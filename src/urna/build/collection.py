@@ -26,6 +26,7 @@ from urna.build.target import Target, digest, relative_roots, write_options
 from urna.build.update import superseding
 from urna.embed.base import THREADS_VARIABLE, Embedder
 from urna.embed.e5 import cosine_floor
+from urna.embed.precision import PRECISIONS
 from urna.embed.registry import canonical
 from urna.errors import BuildError
 from urna.format.catalog import Catalog, ShardEntry
@@ -168,7 +169,9 @@ def full(
     if base is not None and any(e.deleted for e in base.shards):
         base = None  # a shard with deletions is not what its digest says: rebuild
     tasks, kept = _tasks(spec, folder, the_plan, base, target.max_tokens)
-    tasks = [replace(t, use_cache=target.use_cache) for t in tasks]
+    precision = target.embedder.precision
+    named = precision if precision in PRECISIONS else None  # a transformer's, else its own
+    tasks = [replace(t, use_cache=target.use_cache, precision=named) for t in tasks]
     if reuse and old is not None and base is None:  # every old file may lend its vectors
         pool = tuple(p for e in old.files if e.file and (p := _own(folder, e.file)))
         tasks = [replace(t, previous=pool) for t in tasks]

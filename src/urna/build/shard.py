@@ -40,6 +40,7 @@ class ShardTask:
     previous: tuple[Path, ...] = ()  # earlier files whose vectors may be reused
     use_cache: bool = True  # the embedding cache (off with --rebuild)
     dropped: frozenset[str] = frozenset()  # duplicates of documents kept (the plan's)
+    precision: str | None = None  # the writer's embedding precision, for workers that load
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def build_shard(task: ShardTask, embedder: Embedder | None = None) -> ShardRepor
     """Load, chunk, embed and write one shard; returns what the catalog records of it."""
     t0 = time.perf_counter()
     spec = task.spec
-    embedder = embedder or resolve(spec.model, model_path=spec.model_path)
+    embedder = embedder or resolve(spec.model, model_path=spec.model_path, precision=task.precision)
     origins = shard_docs(task)
     spans = chunk([o.doc for o in origins], embedder, spec, task.max_tokens)
     if not spans:

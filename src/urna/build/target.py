@@ -16,10 +16,13 @@ from urna.build.progress import Mode
 from urna.build.spec import PRESETS, BuildSpec
 from urna.build.summary import Report, quiet
 from urna.embed.base import Embedder
+from urna.embed.precision import PRECISIONS, asked_precision
 from urna.embed.registry import bundled, resolve
 from urna.errors import BuildError, FormatError, UrnaError
 from urna.format.build_options import check_build_options
 from urna.format.catalog import Catalog, is_collection, read_catalog
+from urna.format.reader import Container
+from urna.format.regular import inside
 from urna.index.tokenize import language_of
 
 
@@ -107,7 +110,9 @@ def target_of(
             (folder / r).resolve() for r in (o["source_root"], *o.get("source_roots", []))
         ),
     )
-    embedder = embedder or resolve(spec.model, model_path=model_path)
+    embedder = embedder or resolve(
+        spec.model, model_path=model_path, precision=recorded_precision(folder)
+    )
     if embedder.model_hash != catalog.model_hash:
         raise BuildError(
             f"model {spec.model} here has model_hash {embedder.model_hash}; the collection "
@@ -153,6 +158,30 @@ def check_options(options: Any, folder: Path) -> None:
                 f"{folder}: space {name!r} records the model {model!r}, which urna loads only "
                 "when you name it; build the collection again with its spec"
             )
+
+
+def recorded_precision(output: Path) -> str | None:
+    """The precision ``auto`` keeps for an existing file or collection at ``output``
+    (``embed/precision.py``): the one its vectors were embedded in, so that an update reuses
+    them and the embedding cache's and writes shards alike. None where ``--precision`` names
+    one, or nothing readable is there (a damaged output is the writer's to refuse)."""
+    if asked_precision() != "auto":
+        return None
+    try:
+        if is_collection(output):
+            files = [s.file for s in read_catalog(output)[0].shards if s.file]
+            if not files:
+                return None
+            path = inside(output, files[0])
+        elif output.is_file():
+            path = output
+        else:
+            return None
+        with Container(path, verify="trusted") as container:
+            found = container.manifest.get("embed_precision", "float32")
+    except (UrnaError, OSError, ValueError):
+        return None
+    return found if found in PRECISIONS else None
 
 
 def existing_shards(output: Path) -> int | None:

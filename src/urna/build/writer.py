@@ -30,7 +30,7 @@ from urna.build.progress import Mode, Progress
 from urna.build.segment import write_segment
 from urna.build.spec import BuildSpec
 from urna.build.summary import BuildSummary, CollectionSummary, Report, quiet
-from urna.build.target import Target, same_model, target_of
+from urna.build.target import Target, recorded_precision, same_model, target_of
 from urna.build.update import apply_changes, superseding
 from urna.build.vectors import OpenFiles
 from urna.embed.base import Embedder
@@ -80,15 +80,22 @@ class Writer:
         collection: bool,
         embedder: Embedder | None = None,
         rebuild: bool = False,
+        new: bool = False,
         report: Report = quiet,
         warn: Report = quiet,
         progress: Mode = "off",
         tell: Report = quiet,
     ) -> Writer:
-        """The writer of ``spec.output``: a collection folder, or a single file."""
+        """The writer of ``spec.output``: a collection folder, or a single file. Under
+        ``--precision auto`` an existing output keeps the precision it records, unless
+        ``rebuild`` or ``new`` starts it over."""
         if collection:
             spec = absolute(spec)  # workers (processes, Ray actors) may run elsewhere
-        embedder = embedder or resolve(spec.model, model_path=spec.model_path)
+        embedder = embedder or resolve(
+            spec.model,
+            model_path=spec.model_path,
+            precision=None if rebuild or new else recorded_precision(spec.output),
+        )
         max_tokens = window(spec, embedder)
         folder = spec.output if collection else spec.output.parent
         chunker = chunker_version(max_tokens, spec.overlap_tokens)
@@ -363,6 +370,7 @@ def build_folder(
         collection=True,
         embedder=embedder,
         rebuild=rebuild,
+        new=new,
         report=report,
         warn=warn,
         progress=progress,

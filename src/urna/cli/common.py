@@ -215,8 +215,9 @@ precision_option = click.option(
     default=None,
     expose_value=False,
     callback=_chosen_precision,
-    help="The transformer's arithmetic: auto (bfloat16 on a CPU with native bf16, else "
-    "float32; the default), float32, bfloat16, or int8 (ONNX Runtime, quantized weights).",
+    help="The transformer's arithmetic: auto (the default: int8 on a CPU with VNNI, else "
+    "bfloat16 on one with native bf16, else float32; an existing output keeps its own), "
+    "float32, bfloat16, or int8 (ONNX Runtime, quantized weights).",
 )
 k_option = hits_option("k", "--k")
 json_option = click.option(

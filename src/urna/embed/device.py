@@ -12,6 +12,8 @@ numpy query encoder always run on the CPU.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from urna.errors import ModelError
@@ -48,6 +50,15 @@ def resolved_device(asked: str, torch: Any) -> str:
             "(use --device cpu, or auto to take a GPU only when there is one)"
         )
     return asked
+
+
+def gpu_may_be_present() -> bool:
+    """Whether ``auto`` could find a GPU, asked without importing torch: an NVIDIA driver's
+    device nodes on Linux, or a Mac (MPS). Where this says no, ``auto`` is the CPU, and a
+    CPU-only process need not pay for torch's import to learn it."""
+    if sys.platform == "darwin":
+        return True
+    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
 def device_of(embedder: object) -> str:

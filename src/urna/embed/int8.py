@@ -35,9 +35,10 @@ nothing saturates, but they lost VNNI's product: on a VNNI EPYC 400 scifact reco
 (2 x 255 x 63), so the same integer products are exact on both kinds of CPU and take the
 fast kernel on each: 8.2-8.3 s there, and 10.4 s against 11.6-11.8 s for unsigned weights
 on the AVX2 EPYC. The cost is a little precision: cosine to float32 0.9936 mean (0.9898
-min) on those records against 0.9949 (0.9917) for 8-bit weights. Figures: README,
-"Embedding precision"; int8 is a named choice, not the default (its vectors are not within
-the 0.999 of float32 a default keeps).
+min) on those records against 0.9949 (0.9917) for 8-bit weights. Retrieval keeps its
+quality all the same (nDCG@10 within 0.002 of float32 on every quality set), so ``auto``
+picks int8 on a CPU with VNNI (``embed/precision.py``; figures: docs/performance.md,
+"Embedding precision").
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import warnings
@@ -65,6 +65,7 @@ from urna.embed.numpy_bert import why_unsupported
 from urna.embed.precision import INT8_RECIPE
 from urna.embed.query import PROBES, compare, shipped_reference
 from urna.errors import ModelError, missing_extra
+from urna.native import onnxruntime_may_load
 
 EXPORT = f"{INT8_RECIPE} opset=17 eager-attention per-channel s7-weights constant-weights"
 MIN_COSINE = 0.98  # an export whose probe vectors fall below this is broken, not just int8
@@ -259,14 +260,11 @@ def _embed(session: Any, tokenizer: Any, window: int, texts: Sequence[str]) -> n
 
 def _onnxruntime() -> Any:
     """The onnxruntime module, or one clear error: not installed, or not loadable in this
-    process because usearch was loaded first (the two crash together in that order:
-    ``index/hnsw.py`` loads ONNX Runtime first when ``URNA_EMBED_PRECISION=int8`` is set
-    before urna opens or builds an index)."""
-    if "onnxruntime" not in sys.modules and "usearch.compiled" in sys.modules:
+    process (usearch loaded by someone else first: ``urna/native.py``)."""
+    if not onnxruntime_may_load():
         raise ModelError(
-            "int8 embedding cannot start in a process that has already loaded usearch "
-            "(ONNX Runtime would crash it): set URNA_EMBED_PRECISION=int8 (or pass "
-            "--precision int8) before opening or building a file"
+            "int8 embedding cannot start in a process that loaded usearch before urna "
+            "(ONNX Runtime would crash it): import urna, or onnxruntime, before usearch"
         )
     try:
         import onnxruntime

@@ -33,6 +33,7 @@ from urna.embed.model_hash import model_files, model_hash
 from urna.embed.numpy_bert import NumpyBert, why_unsupported
 from urna.errors import ModelError, UrnaError
 from urna.format.atomic import atomic_writer
+from urna.native import one_blas_thread
 
 FAST_VARIABLE = "URNA_FAST_QUERY"
 PROBE_VERSION = "urna-query-probe/2"
@@ -278,7 +279,8 @@ class FastQueryEmbedder:
         _ = self._encoder.weights
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._shared(texts)
+        with one_blas_thread():  # a query's small products: no wait on BLAS threads
+            return self._shared(texts)
 
 
 def fast_path_for(folder: Path | None) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from urna.embed.base import Embedder
 from urna.embed.e5 import E5_MULTILINGUAL, E5Embedder
 from urna.embed.hub import MINILM, bundled_minilm, downloads_allowed
-from urna.embed.precision import chosen_precision
+from urna.embed.precision import asked_precision, chosen_precision
 from urna.embed.query import fast_enabled
 from urna.embed.query_cache import CachedQueries
 from urna.embed.static import MINILM_STATIC, StaticEmbedder
@@ -49,7 +49,7 @@ def bundled(name: object) -> bool:
     return isinstance(name, str) and canonical(name) in (MINILM, MINILM_STATIC, E5_MULTILINGUAL)
 
 
-def _from_folder(folder: Path, name: str) -> Embedder:
+def _from_folder(folder: Path, name: str, precision: str | None = None) -> Embedder:
     config = folder / "config.json"
     if config.exists():
         try:
@@ -60,25 +60,33 @@ def _from_folder(folder: Path, name: str) -> Embedder:
     if (folder / "modules.json").exists() or (
         folder / "config_sentence_transformers.json"
     ).exists():
-        return TransformerEmbedder(name, folder)
+        return TransformerEmbedder(name, folder, precision=precision)
     raise ModelError(f"{folder} is neither a model2vec nor a sentence-transformers model folder")
 
 
-_LOADED: dict[tuple[str, str | None, bool, str], Embedder] = {}
+_LOADED: dict[tuple[str, str | None, bool, str, str], Embedder] = {}
 
 
 def resolve(
-    name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
+    name: str,
+    *,
+    model_path: str | os.PathLike[str] | None = None,
+    download: bool = True,
+    precision: str | None = None,
 ) -> Embedder:
     """The embedder for a model name (one per process and name: weights load once);
     ``model_path`` loads that name's files from a folder. ``download=False`` (a model that a
-    file names) never contacts the hub unless the user set URNA_ALLOW_DOWNLOAD=1."""
+    file names) never contacts the hub unless the user set URNA_ALLOW_DOWNLOAD=1.
+    ``precision``: a transformer's arithmetic, named (else ``embed/precision.py`` chooses)."""
     download = download or downloads_allowed()
     path = str(model_path) if model_path is not None else None
-    key = (canonical(name), path, download, chosen_precision())
+    # what was asked as well as what it gives: auto's int8 and a named int8 differ (a model
+    # with its own arithmetic refuses only the named one)
+    key = (canonical(name), path, download, precision or chosen_precision(), asked_precision())
     found = _LOADED.get(key)
     if found is None:
-        found = _LOADED[key] = _resolve(name, model_path=model_path, download=download)
+        found = _resolve(name, model_path=model_path, download=download, precision=precision)
+        _LOADED[key] = found
     return found
 
 
@@ -105,29 +113,33 @@ _QUERY: dict[tuple[str, ...], Embedder] = {}
 
 
 def _resolve(
-    name: str, *, model_path: str | os.PathLike[str] | None = None, download: bool = True
+    name: str,
+    *,
+    model_path: str | os.PathLike[str] | None = None,
+    download: bool = True,
+    precision: str | None = None,
 ) -> Embedder:
     name = canonical(name)
     if model_path is not None:
         folder = Path(model_path)
         if not folder.is_dir():
             raise ModelError(f"model folder not found: {folder}")
-        return _from_folder(folder, name)
+        return _from_folder(folder, name, precision)
     if name == MINILM:
-        return TransformerEmbedder(MINILM, bundled_minilm())
+        return TransformerEmbedder(MINILM, bundled_minilm(), precision=precision)
     if name == MINILM_STATIC:
         return StaticEmbedder(MINILM_STATIC)
     if name == E5_MULTILINGUAL:
         return E5Embedder()
     if name.startswith("st:"):
-        return TransformerEmbedder(name[3:], name[3:], download=download)
+        return TransformerEmbedder(name[3:], name[3:], download=download, precision=precision)
     if name.startswith("m2v:"):
         return StaticEmbedder(name[4:], name[4:], download=download)
     if name.startswith("minishlab/"):
         return StaticEmbedder(name, name, download=download)
     path = Path(name)
     if path.is_dir():
-        return _from_folder(path, path.name)
+        return _from_folder(path, path.name, precision)
     raise ModelError(
         f"unknown model {name!r}: use minilm, minilm-static, e5-multilingual, st:NAME, m2v:NAME "
         "or a model folder"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -16,10 +17,11 @@ import numpy as np
 from urna.embed.base import THREADS_VARIABLE, Embedder, count_with, quiet_hub_logging, unit_rows
 from urna.embed.batching import ONE_ROW, ROWS, batches, filled
 from urna.embed.batching import RECIPE as BATCHING
-from urna.embed.device import asked_device, resolved_device
+from urna.embed.device import asked_device, gpu_may_be_present, resolved_device
 from urna.embed.e5 import prompts_for
 from urna.embed.hub import hub_snapshot
-from urna.embed.precision import chosen_precision
+from urna.embed.numpy_bert import why_unsupported
+from urna.embed.precision import asked_precision, chosen_precision, without_int8
 from urna.embed.query import (
     FastQueryEmbedder,
     cached_model_hash,
@@ -28,16 +30,20 @@ from urna.embed.query import (
 )
 from urna.errors import ModelError, missing_extra
 
+log = logging.getLogger(__name__)
 _PASSES = threading.Lock()  # embed_in calls, one at a time (they set torch's thread count)
 
 
 class TransformerEmbedder:
     """A sentence-transformers model from a local folder (or a hub name, with a network)."""
 
-    def __init__(self, name: str, source: str | Path, *, download: bool = True) -> None:
+    def __init__(
+        self, name: str, source: str | Path, *, download: bool = True, precision: str | None = None
+    ) -> None:
         self._name = name
         self._source = source
         self._download = download
+        self._asked = precision  # named by the caller (a collection's workers), else chosen
         # (query, passage) prefixes for a model trained with prompts (E5: ``embed/e5.py``)
         self.prompts = prompts_for(name) or prompts_for(str(source))
 
@@ -149,7 +155,31 @@ class TransformerEmbedder:
 
     @cached_property
     def precision(self) -> str:
-        return chosen_precision()
+        """The arithmetic its chunks are embedded in (``embed/precision.py``). ``auto``'s int8
+        gives way to the next choice, with one warning, for a model int8 cannot run, and
+        silently where a GPU will embed (int8 runs on the CPU only)."""
+        chosen = self._asked or chosen_precision()
+        if chosen != "int8" or self._asked is not None or asked_precision() != "auto":
+            return chosen
+        if self._on_a_gpu():
+            return without_int8()
+        why = "not a local model folder" if self._folder is None else why_unsupported(self._folder)
+        if why:
+            log.warning("warning: embedding in %s, not int8: %s", without_int8(), why)
+            return without_int8()
+        return chosen
+
+    def _on_a_gpu(self) -> bool:
+        asked = asked_device()
+        if asked in ("cuda", "mps"):
+            return True
+        if asked == "cpu" or not gpu_may_be_present():
+            return False
+        try:
+            import torch
+        except ImportError:
+            return False
+        return resolved_device("auto", torch) != "cpu"
 
     @property
     def batching(self) -> str:

@@ -9,8 +9,6 @@ score is the exact cosine recomputed from the stored vectors.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import struct
 import threading
 from typing import Any
@@ -21,6 +19,7 @@ from urna.errors import FormatError, missing_extra
 from urna.format.layout import SectionId, section_label
 from urna.format.reader import Container
 from urna.index.hnsw_check import check_graph
+from urna.native import share_cxx_runtime
 
 VERSION = 1
 CONNECTIVITY = 32
@@ -45,23 +44,12 @@ def _bad(message: str) -> FormatError:
 
 
 def _usearch() -> Any:
-    _onnxruntime_first()
+    share_cxx_runtime()
     try:
         from usearch.index import Index
     except ImportError:
         raise missing_extra("usearch", "") from None
     return Index
-
-
-def _onnxruntime_first() -> None:
-    """In a process that embeds in int8 (``URNA_EMBED_PRECISION=int8``, ``embed/int8.py``),
-    load ONNX Runtime before usearch: loaded after usearch 2.26, its library crashes the
-    process (a segmentation fault at import, seen on Linux x86-64). Other processes never
-    load it (it takes 0.13 s)."""
-    if os.environ.get("URNA_EMBED_PRECISION", "").strip().lower() != "int8":
-        return
-    with contextlib.suppress(ImportError):  # the int8 path says so itself
-        import onnxruntime  # noqa: F401
 
 
 def build_payload(matrix: np.ndarray, *, connectivity: int = CONNECTIVITY) -> bytes:
