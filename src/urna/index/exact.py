@@ -18,9 +18,10 @@ from urna.format.embeddings import view as view_matrix
 from urna.format.layout import Encoding, SectionId, section_label
 from urna.format.reader import Container
 from urna.index.rowscore import row_scores
-from urna.index.scan import max_norm, quantized_top_k
+from urna.index.scan import float32_scores, max_norm, quantized_top_k
 from urna.index.shadow import shadow_top_k
 from urna.index.topk import kth_largest, top_k
+from urna.native import one_blas_thread
 
 _ACCUMULATION = 4 * 2.0**-24  # per term: a float32 sum of d products is off by <= d u |v||q|
 
@@ -55,14 +56,21 @@ def scanned(
     q = np.asarray(query, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         if allowed is None:
-            rows, approx = None, matrix.dot(q)
+            rows, approx = None, _scores(matrix, q)
         elif len(allowed) * 4 < matrix.n:  # selective: scan only the allowed rows
-            rows, approx = allowed, matrix.rows(allowed) @ q
+            rows, approx = allowed, float32_scores(matrix.rows(allowed), q)
         else:
-            rows, approx = allowed, matrix.dot(q)[allowed]
+            rows, approx = allowed, _scores(matrix, q)[allowed]
     bound = scan_bound(matrix, q)
     picked = within_bound(approx, k, bound)
     return (picked if rows is None else rows[picked]), approx[picked], bound
+
+
+def _scores(matrix: Matrix, q: np.ndarray) -> np.ndarray:
+    if matrix.encoding == Encoding.RAW:
+        return float32_scores(matrix.values, q)
+    with one_blas_thread():
+        return matrix.dot(q)
 
 
 def scan_bound(matrix: Matrix, q: np.ndarray) -> float:

@@ -34,6 +34,7 @@ from urna.format.embeddings import Matrix
 from urna.format.layout import Encoding
 from urna.index.rowscore import row_scores
 from urna.index.topk import kth_largest, largest, top_k
+from urna.native import one_blas_thread
 
 MIN_ROWS = 32768  # below this, the widening scan is as fast
 CHUNK = 65536  # rows per task
@@ -63,11 +64,24 @@ def _executor() -> ThreadPoolExecutor:
 def _parallel(fn: Any, n: int) -> None:
     """``fn(start, stop)`` over [0, n) in about CHUNK-row chunks, as many for every core."""
     pool = _executor()
-    parts = max(1, round(n / CHUNK / WORKERS)) * WORKERS
+    parts = max(1, round(n / CHUNK / WORKERS)) * WORKERS  # an idle thread takes the next
     step = max(1, -(-n // parts))
     futures = [pool.submit(fn, s, min(n, s + step)) for s in range(0, n, step)]
     for f in futures:
         f.result()
+
+
+def float32_scores(values: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``values @ q`` for float32 rows (the float32 scan's scores): BLAS on one thread per
+    block (``urna/native.py``), a large matrix in blocks on every core of the scan pool."""
+    n = len(values)
+    out = np.empty(n, dtype=np.float32) if out is None else out
+    with one_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
+        if n < MIN_ROWS or WORKERS == 1:
+            np.matmul(values, q, out=out)
+        else:
+            _parallel(lambda start, stop: np.matmul(values[start:stop], q, out=out[start:stop]), n)
+    return out
 
 
 def _rounded_query(matrix: Matrix, q: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
@@ -108,6 +122,31 @@ def _approximate(
 
     _parallel(part, rows)
     return out, (np.concatenate(tops) if tops else np.empty(0, np.float32))
+
+
+def approximate_all(jobs: list[tuple[Matrix, np.ndarray, np.ndarray]]) -> None:
+    """Each (matrix, rounded query, out) as ``_approximate`` scores it, every matrix's blocks
+    submitted to the pool at once: one wait for all of a collection's shards, an idle thread
+    taking the next block of any of them (a wait per shard left a core idle at each)."""
+    kernels = _kernels()
+    pool = _executor()
+    step = max(1, CHUNK // 2)
+    futures = []
+
+    def part(matrix: Matrix, rounded: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+        scores = out[start:stop]
+        kernels.dot(matrix.values[start:stop], rounded, out=scores)
+        if matrix.scales is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                scores *= matrix.scales[start:stop]
+
+    for matrix, rounded, out in jobs:
+        futures += [
+            pool.submit(part, matrix, rounded, out, start, min(matrix.n, start + step))
+            for start in range(0, matrix.n, step)
+        ]
+    for f in futures:
+        f.result()
 
 
 def max_norm(matrix: Matrix) -> float:

@@ -30,7 +30,7 @@ import numpy as np
 
 from urna.format.embeddings import Matrix, quantize_int8
 from urna.format.layout import Encoding
-from urna.index.scan import MIN_ROWS, _approximate, quantized_top_k, trusted_query
+from urna.index.scan import MIN_ROWS, approximate_all, quantized_top_k, trusted_query
 
 AFTER = 2  # exact queries an open matrix answers before it is copied
 BLOCK = 65536  # rows quantized at a time
@@ -90,22 +90,32 @@ def shadow_top_k(
 
 def shadow_scores(matrix: Matrix, query: np.ndarray) -> tuple[np.ndarray, float] | None:
     """Every row's approximate score through the shadow, and how far any is from the
-    float32 row's exact score (for a collection cutting its shards' rows at once,
-    ``search/pooled.py``); None without a shadow or with an untrusted kernel."""
-    found = shadow(matrix)
-    if found is None:
-        return None
-    copy, error = found
+    float32 row's exact score; None without a shadow or with an untrusted kernel."""
+    return shadow_scans([matrix], query)[0]
+
+
+def shadow_scans(
+    matrices: list[Matrix], query: np.ndarray
+) -> list[tuple[np.ndarray, float] | None]:
+    """``shadow_scores`` of each of several float32 matrices (a collection's shards, cut at
+    once by ``search/pooled.py``), those with a shadow scanned in one submission to the
+    pool; None for each without one (or with an untrusted kernel, or a non-finite score)."""
     q = np.asarray(query, dtype=np.float32)
-    prepared = trusted_query(copy, q)
-    if prepared is None:
-        return None
-    rounded, factor, own = prepared
-    approx, _ = _approximate(copy, rounded, copy.n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        approx *= np.float32(factor)  # one more float32 rounding, bounded below
-        peak = float(np.max(np.abs(approx))) if len(approx) else 0.0
-    if not np.isfinite(peak):
-        return None
-    bound = own + error * float(np.linalg.norm(q.astype(np.float64))) + peak * 2.0**-22
-    return approx, bound
+    jobs, known = [], []
+    for at, matrix in enumerate(matrices):
+        found = shadow(matrix)  # each matrix counts the query, shadowed or not
+        prepared = None if found is None else trusted_query(found[0], q)
+        if found is not None and prepared is not None:
+            rounded, factor, own = prepared
+            jobs.append((found[0], rounded, np.empty(found[0].n, dtype=np.float32)))
+            known.append((at, factor, own, found[1]))
+    approximate_all(jobs)
+    out: list[tuple[np.ndarray, float] | None] = [None] * len(matrices)
+    norm = float(np.linalg.norm(q.astype(np.float64)))
+    for (_, _, approx), (at, factor, own, error) in zip(jobs, known, strict=True):
+        with np.errstate(over="ignore", invalid="ignore"):
+            approx *= np.float32(factor)  # one more float32 rounding, bounded below
+            peak = float(np.max(np.abs(approx))) if len(approx) else 0.0
+        if np.isfinite(peak):
+            out[at] = (approx, own + error * norm + peak * 2.0**-22)
+    return out

@@ -40,7 +40,8 @@ from urna.index.bm25 import above_seed
 from urna.index.bm25_global import TermStats
 from urna.index.exact import scan_bound, within_bound
 from urna.index.rowscore import scores_of
-from urna.index.shadow import shadow_scores
+from urna.index.scan import float32_scores
+from urna.index.shadow import shadow_scans
 from urna.index.topk import kth_largest, top_k
 from urna.search.filters import Filter
 from urna.search.merge import merge_top
@@ -118,13 +119,13 @@ def _scan_whole(
         return None
     approx = np.empty(int(offsets[-1]), dtype=np.float32)
     bounds = []
+    scans = shadow_scans(matrices, q)  # each one's int8 copy, once it has one
     with np.errstate(over="ignore", invalid="ignore"):
-        for s, matrix in enumerate(matrices):
-            shadowed = shadow_scores(matrix, q)  # its int8 copy, once it has one
+        for s, (matrix, shadowed) in enumerate(zip(matrices, scans, strict=True)):
             if shadowed is not None:
                 approx[offsets[s] : offsets[s + 1]], scanned_off = shadowed
             else:
-                np.matmul(matrix.values, q, out=approx[offsets[s] : offsets[s + 1]])
+                float32_scores(matrix.values, q, out=approx[offsets[s] : offsets[s + 1]])
                 scanned_off = scan_bound(matrix, q)
             bounds.append(scanned_off)
     bound = max(bounds)
