@@ -3,18 +3,18 @@
 1,000 scifact records, an empty embedding cache. Whole processes, timed from start to exit
 (imports and model load included):
 
-1. ``urna build`` with the default precision (bfloat16 where the CPU has it natively);
-2. ``urna build --precision float32``;
-3. ``urna build --precision int8`` with an empty cache folder: the one-time ONNX export and
-   its check included;
-4. the same again with that export in the cache (the embedding cache emptied): what every
-   later int8 build pays;
+1. ``urna build`` with the default precision (``auto``: int8 where the CPU has VNNI, else
+   bfloat16 where it has native bf16, else float32) and an empty cache folder: on an int8
+   CPU, the one-time ONNX export and its check included (a machine's first build);
+2. the same again with that export in the cache (the embedding cache emptied): what every
+   later default build pays;
+3. ``urna build --precision bfloat16`` and 4. ``--precision float32``;
 5. the peer: a script that imports sentence-transformers, loads the same MiniLM folder and
    embeds the same texts the build embedded (each chunk in its context), in float32.
 
 It also reports how close each build's vectors are to the peer's (cosine).
 
-    python benchmarks/bench_embed_precision.py [--records 1000]
+    python benchmarks/bench_embed_precision.py [--records 1000] [--json OUT]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def timed(args: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     import numpy as np
 
@@ -67,10 +68,10 @@ def main() -> None:
         records.write_text("\n".join(lines) + "\n")
         times, files = {}, {}
         runs = (
-            ("urna build (auto)", "auto", "auto"),
+            ("urna build (default), first (export included)", "auto", "auto-first"),
+            ("urna build (default)", "auto", "auto"),
+            ("urna build bfloat16", "bfloat16", "bfloat16"),
             ("urna build float32", "float32", "float32"),
-            ("urna build int8, first (export included)", "int8", "int8"),
-            ("urna build int8 (export cached)", "int8", "int8-again"),
         )
         for label, precision, name in runs:
             cache = work / f"cache-{precision}"
@@ -82,7 +83,7 @@ def main() -> None:
                 [sys.executable, "-m", "urna", "build", str(records), "-o", str(files[label])],
                 env,
             )
-        with urna.open(files["urna build (auto)"]) as corpus:
+        with urna.open(files["urna build (default)"]) as corpus:
             chunks = [corpus.chunk(i) for i in range(corpus.n_chunks)]
             precision = corpus.manifest.get("embed_precision")
         texts = work / "texts.json"
@@ -100,11 +101,25 @@ def main() -> None:
             cosines[label] = np.sum(built * peer_vectors, axis=1)
     peer = times["sentence-transformers float32 (peer)"]
     print(f"{args.records} scifact records, {len(chunks)} chunks; default precision: {precision}")
-    print("| process | seconds | vs peer |\n|---|---:|---:|")
+    print("| process | seconds | vs peer | cosine to the peer's vectors (mean, min) |")
+    print("|---|---:|---:|---|")
     for label, seconds in times.items():
-        print(f"| {label} | {seconds:.1f} | {seconds / peer:.2f}x |")
-    for label, cos in cosines.items():
-        print(f"cosine to the peer's vectors, {label}: mean {cos.mean():.6f}, min {cos.min():.6f}")
+        cos = cosines.get(label)
+        close = f"{cos.mean():.4f}, {cos.min():.4f}" if cos is not None else ""
+        print(f"| {label} | {seconds:.1f} | {seconds / peer:.2f}x | {close} |")
+    if args.json is not None:
+        report = {
+            "records": args.records,
+            "chunks": len(chunks),
+            "default_precision": precision,
+            "seconds": {k: round(v, 2) for k, v in times.items()},
+            "vs_peer": {k: round(v / peer, 3) for k, v in times.items()},
+            "cosine_to_peer": {
+                k: {"mean": round(float(c.mean()), 5), "min": round(float(c.min()), 5)}
+                for k, c in cosines.items()
+            },
+        }
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

