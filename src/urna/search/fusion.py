@@ -68,9 +68,12 @@ def fuse(
     idf_sum: float = 0.0,
     source_of: SourceOf | None = None,
     filled: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    top: int | None = None,
 ) -> list[Fused]:
     """All candidates of every method (name -> (ordinals, scores), best first), best fused
-    score first, ties in the one order (``search/order.py``: by ``source_of``, then ordinal).
+    score first, ties in the one order (``search/order.py``: by ``source_of``, then ordinal);
+    with ``top``, only the first ``top`` of them (a caller that cuts to k builds no record
+    of the rest).
     ``idf_sum`` is the text query's (for a scaled C). ``filled``: a method's own scores of
     candidates it did not return (complete scores; a score of 0 adds nothing).
 
@@ -105,8 +108,9 @@ def fuse(
             total[where] += _scores(name, v, ranks=0, fusion=fusion, params=params,
                                     calibration=calibration)  # fmt: skip
     fused = total / max(1, len(methods)) if fusion != "rrf" else total
-    order = ranked(every, fused, len(every), source_of).tolist()
-    return _entries(every, fused, order, names, given, at, extra, len(every))
+    wanted = len(every) if top is None else min(top, len(every))
+    order = ranked(every, fused, wanted, source_of).tolist()  # ties looked up up to top only
+    return _entries(every, fused, order, names, given, at, extra)
 
 
 def _scores(
@@ -133,17 +137,18 @@ def _entries(
     given: list[tuple[np.ndarray, np.ndarray]],
     at: list[np.ndarray],
     extra: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    n: int,
 ) -> list[Fused]:
-    """The candidates as ``Fused`` in ``order``, each one's ranks in the order a method
-    returned it, then the scores filled in."""
-    ranks: list[dict[str, dict[str, float]]] = [{} for _ in range(n)]
+    """The candidates at ``order`` as ``Fused``, in that order, each one's ranks in the
+    order a method returned it, then the scores filled in."""
+    ranks: dict[int, dict[str, dict[str, float]]] = {j: {} for j in order}
     for name, (_, scores), where in zip(names, given, at, strict=True):
         for rank, (j, s) in enumerate(zip(where.tolist(), scores.tolist(), strict=True), 1):
-            ranks[j][name] = {"rank": rank, "score": s}
+            if j in ranks:
+                ranks[j][name] = {"rank": rank, "score": s}
     for name, (where, scores) in extra.items():
         beyond = len(given[names.index(name)][0])
         for j, s in zip(where.tolist(), scores.tolist(), strict=True):
-            ranks[j][name] = {"score": s, "beyond": beyond}
+            if j in ranks:
+                ranks[j][name] = {"score": s, "beyond": beyond}
     ordinals, values = every.tolist(), fused.tolist()
     return [Fused(ordinals[j], values[j], ranks[j]) for j in order]

@@ -141,7 +141,7 @@ def rank(
     text_side = (hits.ordinals, hits.scores)
     wider, vector = vector, (vector[0][:depth], vector[1][:depth])  # the exact top depth
 
-    def fused_with(q: np.ndarray, vector: tuple[np.ndarray, np.ndarray]) -> list[Fused]:
+    def fused_with(q: np.ndarray, vector: tuple[np.ndarray, np.ndarray], top: int) -> list[Fused]:
         methods = {"vector": vector, "text": text_side}
         filled = None
         if fill is not None and params.complete and fusion == "calibrated":
@@ -156,9 +156,10 @@ def rank(
             idf_sum=hits.idf_sum,
             source_of=source_of,
             filled=filled,
+            top=None if pool else top,  # the pool keeps every candidate
         )
 
-    fused = fused_with(q, vector)
+    fused = fused_with(q, vector, max(k, params.feedback_docs))
     if params.feedback_docs and vectors is not None and fused:
         best = np.array([f.ordinal for f in fused[: params.feedback_docs]], dtype=np.int64)
         moved = rocchio(q, vectors(best), params.feedback_weight)
@@ -168,7 +169,7 @@ def rank(
             if among is None
             else _reranked(moved, among, depth, fill, source_of)
         )
-        fused = fused_with(moved, vector)
+        fused = fused_with(moved, vector, k)
     everything = np.array([f.ordinal for f in fused], dtype=np.int64) if pool else None
     fused = fused[:k]
     return Ranked(
